@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * qhca uverbs ABI: what the rdma-core provider (userlib/) and the kernel
+ * driver (guest-driver/) pass each other in udata, and the mmap offsets.
+ * Laid out like include/uapi/rdma/<driver>-abi.h: only __u types, every
+ * struct a multiple of 8 bytes, 64-bit fields naturally aligned.
+ *
+ * The hardware contract (what the device sees) is qhca_hw.h, not this file.
+ */
+#ifndef QHCA_ABI_USER_H
+#define QHCA_ABI_USER_H
+
+#include <linux/types.h>
+
+#define QHCA_UVERBS_ABI_VERSION		1
+
+/* ibv_open_device() */
+struct qhca_alloc_ucontext_resp {
+	__aligned_u64 db_mmap_key;	/* mmap() offset of this context's doorbell page */
+	__u32 db_page;			/* index of that page in BAR2 */
+	__u32 max_inline;		/* inline data bytes per send WQE */
+	__u32 sq_wqe_size;		/* bytes per SQ WQE (struct qhca_send_wqe) */
+	__u32 rq_wqe_size;		/* bytes per RQ/SRQ WQE (struct qhca_recv_wqe) */
+	__u32 cqe_size;			/* bytes per CQE (struct qhca_cqe) */
+	__u32 max_sge;
+};
+
+/* ibv_create_cq(): the provider allocates the ring, the kernel pins it */
+struct qhca_create_cq_cmd {
+	__aligned_u64 buf_va;		/* page aligned; depth * cqe_size bytes */
+	__u32 depth;			/* power of two, as sized by the provider */
+	__u32 reserved;
+};
+
+struct qhca_create_cq_resp {
+	__u32 cqn;
+	__u32 depth;
+};
+
+/* ibv_create_qp(): SQ and RQ rings in user memory (rq_va 0 with an SRQ) */
+struct qhca_create_qp_cmd {
+	__aligned_u64 sq_va;
+	__aligned_u64 rq_va;
+	__u32 sq_depth;			/* power of two */
+	__u32 rq_depth;			/* power of two, 0 with an SRQ */
+};
+
+struct qhca_create_qp_resp {
+	__u32 qpn;
+	__u32 sq_depth;
+	__u32 rq_depth;
+	__u32 reserved;
+};
+
+/* ibv_create_srq() */
+struct qhca_create_srq_cmd {
+	__aligned_u64 buf_va;
+	__u32 depth;			/* power of two */
+	__u32 reserved;
+};
+
+struct qhca_create_srq_resp {
+	__u32 srqn;
+	__u32 depth;
+};
+
+/* ibv_create_ah(): UD WQEs name the device's address handle by number */
+struct qhca_create_ah_resp {
+	__u32 ahn;
+	__u32 reserved;
+};
+
+#endif /* QHCA_ABI_USER_H */

@@ -1,0 +1,681 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * qhca hardware contract: PCI identity, BAR layout, registers, doorbells,
+ * command queue, commands, and the WQE/CQE/EQE layouts.
+ *
+ * This header is included by the QEMU device (hw/), the Linux driver
+ * (guest-driver/) and the rdma-core provider (userlib/).  Everything the
+ * device reads or writes is little-endian with a fixed size; every structure
+ * has a static size assertion.  docs/hardware.md describes the same contract
+ * in prose.  Bit fields are given as a mask and a shift; each side uses its
+ * own helpers (FIELD_PREP in Linux, explicit shifts elsewhere).
+ */
+#ifndef QHCA_HW_H
+#define QHCA_HW_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/build_bug.h>
+#define QHCA_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+typedef u8 qhca_u8;
+typedef __le16 qhca_le16;
+typedef __le32 qhca_le32;
+typedef __le64 qhca_le64;
+#else
+#include <stdint.h>
+#include <assert.h>
+#define QHCA_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+typedef uint8_t qhca_u8;
+typedef uint16_t qhca_le16;
+typedef uint32_t qhca_le32;
+typedef uint64_t qhca_le64;
+#endif
+
+#define QHCA_CHECK_SIZE(type, size) \
+	QHCA_STATIC_ASSERT(sizeof(type) == (size), #type " must be " #size " bytes")
+
+/* ------------------------------------------------------------------------
+ * PCI identity
+ */
+#define QHCA_PCI_VENDOR_ID		0x1234	/* QEMU's experimental vendor */
+#define QHCA_PCI_DEVICE_ID		0x7148
+#define QHCA_PCI_REVISION		0x01
+#define QHCA_PCI_CLASS			0x0280	/* network controller, other */
+
+/* Device interface version reported in QHCA_REG_VERSION */
+#define QHCA_VERSION_MAJOR		1
+#define QHCA_VERSION_MINOR		0
+#define QHCA_VERSION			((QHCA_VERSION_MAJOR << 16) | QHCA_VERSION_MINOR)
+
+/* ------------------------------------------------------------------------
+ * BARs
+ *   BAR0: registers (64-bit, non-prefetchable memory)
+ *   BAR2: doorbell pages (64-bit, non-prefetchable); page 0 belongs to the
+ *         kernel driver, pages 1..N-1 are handed to user contexts
+ *   BAR4: MSI-X table and PBA
+ */
+#define QHCA_REG_BAR			0
+#define QHCA_DB_BAR			2
+#define QHCA_MSIX_BAR			4
+
+#define QHCA_REG_BAR_SIZE		0x1000
+#define QHCA_PAGE_SHIFT			12
+#define QHCA_PAGE_SIZE			(1u << QHCA_PAGE_SHIFT)
+#define QHCA_DB_PAGES			256
+#define QHCA_DB_BAR_SIZE		(QHCA_DB_PAGES * QHCA_PAGE_SIZE)
+#define QHCA_KERNEL_DB_PAGE		0
+
+#define QHCA_MSIX_VECTORS		16
+/* Vector 0: command completions and the async event queue. */
+#define QHCA_MSIX_VEC_ASYNC		0
+
+/* ------------------------------------------------------------------------
+ * BAR0 registers (32-bit accesses; 64-bit addresses are LO/HI pairs)
+ */
+#define QHCA_REG_VERSION		0x000	/* RO: QHCA_VERSION */
+#define QHCA_REG_CAPS			0x004	/* RO: QHCA_CAP_* */
+#define QHCA_REG_STATUS			0x008	/* RO: QHCA_STATUS_* */
+#define QHCA_REG_CTRL			0x00c	/* RW: QHCA_CTRL_* */
+#define QHCA_REG_MAC_LO			0x010	/* RO: MAC bytes 0..3 (byte 0 in bits 7:0) */
+#define QHCA_REG_MAC_HI			0x014	/* RO: MAC bytes 4..5 in bits 15:0 */
+#define QHCA_REG_NUM_VECTORS		0x018	/* RO: MSI-X vectors */
+#define QHCA_REG_NUM_DB_PAGES		0x01c	/* RO: doorbell pages in BAR2 */
+#define QHCA_REG_LINK			0x020	/* RO: QHCA_LINK_* */
+#define QHCA_REG_FATAL_CODE		0x024	/* RO: QHCA_FATAL_* when STATUS.FATAL */
+
+#define QHCA_REG_CMDQ_BASE_LO		0x040	/* RW: command queue, 4 KiB aligned */
+#define QHCA_REG_CMDQ_BASE_HI		0x044
+#define QHCA_REG_CMDQ_LOG_DEPTH		0x048	/* RW: log2 entries, 1..6 (one page) */
+#define QHCA_REG_CMDCQ_BASE_LO		0x050	/* RW: command completion ring */
+#define QHCA_REG_CMDCQ_BASE_HI		0x054
+#define QHCA_REG_CMDCQ_LOG_DEPTH	0x058	/* RW: log2 entries, 1..8 (one page) */
+#define QHCA_REG_AEQ_BASE_LO		0x060	/* RW: async event queue, 4 KiB aligned */
+#define QHCA_REG_AEQ_BASE_HI		0x064
+#define QHCA_REG_AEQ_LOG_DEPTH		0x068	/* RW: log2 entries, 1..8 (one page) */
+
+/* Statistics (RO, 32-bit, wrap) */
+#define QHCA_REG_STAT_TX_FRAMES		0x100
+#define QHCA_REG_STAT_RX_FRAMES		0x104
+#define QHCA_REG_STAT_RX_DROPPED	0x108	/* not RoCEv2 for us, or malformed */
+#define QHCA_REG_STAT_RX_BAD_ICRC	0x10c
+#define QHCA_REG_STAT_RETRANSMITS	0x110
+#define QHCA_REG_STAT_GUEST_ERRORS	0x114
+
+#define QHCA_CAP_RC			(1u << 0)
+#define QHCA_CAP_UD			(1u << 1)
+#define QHCA_CAP_SRQ			(1u << 2)
+#define QHCA_CAP_ATOMIC			(1u << 3)
+#define QHCA_CAP_FRMR			(1u << 4)
+
+#define QHCA_STATUS_READY		(1u << 0)	/* CTRL.ENABLE and queues set up */
+#define QHCA_STATUS_FATAL		(1u << 1)	/* needs a reset */
+
+#define QHCA_CTRL_ENABLE		(1u << 0)
+#define QHCA_CTRL_RESET			(1u << 1)	/* write 1: reset; reads 0 */
+
+#define QHCA_LINK_UP			(1u << 0)
+
+#define QHCA_FATAL_NONE			0
+#define QHCA_FATAL_CMDQ_DMA		1	/* command queue DMA failed */
+#define QHCA_FATAL_AEQ_DMA		2	/* async event queue DMA failed */
+
+/* ------------------------------------------------------------------------
+ * Doorbells (BAR2): 32-bit writes at these offsets within a doorbell page.
+ * Queue indices are free-running 16-bit counters; queue depths are powers
+ * of two no larger than 32768.  Queue numbers are < 65536.  A doorbell for a
+ * queue that does not belong to the page's context is dropped.
+ */
+#define QHCA_DB_SQ			0x000	/* qpn | sq_pi << 16 */
+#define QHCA_DB_RQ			0x004	/* qpn | rq_pi << 16 */
+#define QHCA_DB_SRQ			0x008	/* srqn | srq_pi << 16 */
+#define QHCA_DB_CQ_CI			0x00c	/* cqn | cq_ci << 16: consumed CQEs */
+#define QHCA_DB_CQ_ARM			0x010	/* cqn | cq_ci << 16: arm, next completion */
+#define QHCA_DB_CQ_ARM_SOLICITED	0x014	/* cqn | cq_ci << 16: arm, solicited only */
+/* Kernel page (0) only */
+#define QHCA_DB_EQ			0x020	/* eqn | arm << 15 | eq_ci << 16 */
+#define QHCA_DB_CMDQ			0x024	/* cmdq_pi (bits 15:0) */
+#define QHCA_DB_CMDCQ			0x028	/* cmdcq_ci | arm << 31 ... see below */
+#define QHCA_DB_AEQ			0x02c	/* aeq_ci (bits 15:0) | arm << 31 */
+
+#define QHCA_DB_NUM_MASK		0x0000ffffu
+#define QHCA_DB_IDX_SHIFT		16
+#define QHCA_DB_EQ_NUM_MASK		0x00007fffu
+#define QHCA_DB_EQ_ARM			(1u << 15)
+#define QHCA_DB_CMDCQ_CI_MASK		0x0000ffffu
+#define QHCA_DB_CMDCQ_ARM		(1u << 31)
+#define QHCA_DB_AEQ_CI_MASK		0x0000ffffu
+#define QHCA_DB_AEQ_ARM			(1u << 31)
+
+
+/* ------------------------------------------------------------------------
+ * Rings.  Every ring (command queue, command completion ring, event queues,
+ * CQs, SQs, RQs, SRQs) is an array of fixed-size entries whose count is a
+ * power of two.  Producer and consumer indices are free-running 16-bit
+ * counters; entry i lives at (i & (depth - 1)) * entry_size.
+ *
+ * Rings the device writes (CMDCQ, EQs, CQs) carry an owner bit: the device
+ * writes entries of its n-th pass over the ring (n = 0, 1, ...) with
+ * owner = !(n & 1), so a zero-filled ring holds no valid entry and software
+ * expects owner 1 on the first pass, 0 on the second, and so on.
+ */
+#define QHCA_OWNER_BIT			0x01
+
+/*
+ * Page lists.  Queue and MR memory is never assumed contiguous beyond one
+ * page.  A page list is an array of little-endian 64-bit guest-physical page
+ * addresses, itself held in one 4 KiB page (QHCA_PBL_ENTRIES entries).
+ * With QHCA_PBL_LEVELS 2 each entry instead points to a page that holds up
+ * to QHCA_PBL_ENTRIES page addresses.  The device copies the list when the
+ * object is created; later changes to the list in memory have no effect.
+ */
+#define QHCA_PBL_ENTRIES		(QHCA_PAGE_SIZE / 8)
+#define QHCA_PBL_MAX_LEVELS		2
+
+/* ------------------------------------------------------------------------
+ * Command queue.  The driver writes a struct qhca_cmd at cmdq_pi, advances
+ * cmdq_pi and writes it to QHCA_DB_CMDQ.  The device executes commands in
+ * order and, for each, writes a struct qhca_cmd_comp to the command
+ * completion ring (CMDCQ) with the command's cookie; if the CMDCQ is armed
+ * (QHCA_DB_CMDCQ with QHCA_DB_CMDCQ_ARM) it then raises MSI-X vector 0 and
+ * disarms.  The device never has more completions outstanding than the
+ * CMDCQ holds: it stops taking commands while the CMDCQ is full.
+ * Commands that return data write it to resp_addr (at most resp_len bytes,
+ * within one page).
+ */
+#define QHCA_CMD_SIZE			128
+#define QHCA_CMD_COMP_SIZE		16
+#define QHCA_CMDQ_MAX_LOG_DEPTH		5	/* 32 x 128 bytes = one page */
+#define QHCA_CMDCQ_MAX_LOG_DEPTH	8	/* 256 x 16 bytes = one page */
+#define QHCA_AEQ_MAX_LOG_DEPTH		8	/* 256 x 16 bytes = one page */
+
+enum qhca_cmd_opcode {
+	QHCA_CMD_QUERY_DEVICE		= 0x01,	/* resp: struct qhca_device_attr */
+	QHCA_CMD_QUERY_PORT		= 0x02,	/* resp: struct qhca_port_attr */
+	QHCA_CMD_ADD_GID		= 0x03,
+	QHCA_CMD_DEL_GID		= 0x04,
+	QHCA_CMD_CREATE_EQ		= 0x05,	/* result: eqn */
+	QHCA_CMD_DESTROY_EQ		= 0x06,
+	QHCA_CMD_ALLOC_PD		= 0x07,	/* result: pdn */
+	QHCA_CMD_DEALLOC_PD		= 0x08,
+	QHCA_CMD_REG_MR			= 0x09,	/* result: key (lkey == rkey) */
+	QHCA_CMD_DEREG_MR		= 0x0a,
+	QHCA_CMD_ALLOC_MR		= 0x0b,	/* fast-register MR; result: key */
+	QHCA_CMD_CREATE_CQ		= 0x0c,	/* result: cqn */
+	QHCA_CMD_DESTROY_CQ		= 0x0d,
+	QHCA_CMD_CREATE_QP		= 0x0e,	/* result: qpn */
+	QHCA_CMD_MODIFY_QP		= 0x0f,
+	QHCA_CMD_QUERY_QP		= 0x10,	/* resp: struct qhca_qp_attr */
+	QHCA_CMD_DESTROY_QP		= 0x11,
+	QHCA_CMD_CREATE_SRQ		= 0x12,	/* result: srqn */
+	QHCA_CMD_MODIFY_SRQ		= 0x13,
+	QHCA_CMD_QUERY_SRQ		= 0x14,	/* resp: struct qhca_srq_attr */
+	QHCA_CMD_DESTROY_SRQ		= 0x15,
+	QHCA_CMD_CREATE_AH		= 0x16,	/* result: ahn */
+	QHCA_CMD_DESTROY_AH		= 0x17,
+	QHCA_CMD_MAX
+};
+
+enum qhca_cmd_status {
+	QHCA_CMD_OK			= 0,
+	QHCA_CMD_ERR_OPCODE		= 1,	/* unknown opcode */
+	QHCA_CMD_ERR_PARAM		= 2,	/* a field is out of range */
+	QHCA_CMD_ERR_NO_RESOURCES	= 3,	/* table full or budget exceeded */
+	QHCA_CMD_ERR_HANDLE		= 4,	/* no such object */
+	QHCA_CMD_ERR_BUSY		= 5,	/* object still referenced */
+	QHCA_CMD_ERR_STATE		= 6,	/* transition not allowed */
+	QHCA_CMD_ERR_DMA		= 7,	/* guest memory could not be read/written */
+	QHCA_CMD_ERR_UNSUPPORTED	= 8,	/* valid but not implemented */
+};
+
+struct qhca_cmd_hdr {
+	qhca_le16 opcode;		/* enum qhca_cmd_opcode */
+	qhca_le16 flags;		/* must be 0 */
+	qhca_le32 cookie;		/* echoed in the completion */
+	qhca_le64 resp_addr;		/* guest-physical, for commands with a resp */
+	qhca_le32 resp_len;
+	qhca_le32 reserved;
+};
+QHCA_CHECK_SIZE(struct qhca_cmd_hdr, 24);
+
+struct qhca_cmd_comp {
+	qhca_le32 cookie;
+	qhca_le16 status;		/* enum qhca_cmd_status */
+	qhca_u8 opcode;			/* low 8 bits of the command's opcode */
+	qhca_u8 owner;			/* QHCA_OWNER_BIT */
+	qhca_le32 result;		/* object number or key, per command */
+	qhca_le32 reserved;
+};
+QHCA_CHECK_SIZE(struct qhca_cmd_comp, QHCA_CMD_COMP_SIZE);
+
+/* Memory described by a page list (see "Page lists") */
+struct qhca_pbl_desc {
+	qhca_le64 pbl_addr;		/* page-aligned guest-physical address */
+	qhca_le32 num_pages;		/* pages of memory described */
+	qhca_u8 levels;			/* 1 or 2 */
+	qhca_u8 page_shift;		/* 12..30: size of each described page */
+	qhca_le16 reserved;
+};
+QHCA_CHECK_SIZE(struct qhca_pbl_desc, 16);
+
+/* GIDs: RoCEv2 only; IPv4 addresses as IPv4-mapped IPv6 (::ffff:a.b.c.d) */
+#define QHCA_GID_TABLE_LEN		16
+struct qhca_cmd_gid {			/* ADD_GID, DEL_GID (only index used) */
+	qhca_le32 index;		/* < QHCA_GID_TABLE_LEN */
+	qhca_le32 reserved;
+	qhca_u8 gid[16];		/* network byte order */
+};
+
+#define QHCA_MAX_EQS			QHCA_MSIX_VECTORS
+struct qhca_cmd_create_eq {
+	struct qhca_pbl_desc mem;	/* depth * 16 bytes */
+	qhca_u8 log_depth;		/* 1..15 */
+	qhca_u8 reserved[3];
+	qhca_le32 vector;		/* MSI-X vector, 1..NUM_VECTORS-1 */
+};
+
+struct qhca_cmd_obj {			/* every DESTROY_*, DEALLOC_PD, DEREG_MR,
+					 * QUERY_QP, QUERY_SRQ */
+	qhca_le32 handle;		/* pdn, key, cqn, qpn, srqn, ahn or eqn */
+	qhca_le32 reserved;
+};
+
+/* MR access flags (the IB verbs meaning) */
+#define QHCA_ACCESS_LOCAL_WRITE		(1u << 0)
+#define QHCA_ACCESS_REMOTE_WRITE	(1u << 1)
+#define QHCA_ACCESS_REMOTE_READ		(1u << 2)
+#define QHCA_ACCESS_REMOTE_ATOMIC	(1u << 3)
+#define QHCA_ACCESS_MASK		0x0fu
+
+/* Keys: index << 8 | variant.  Key 0 is never valid. */
+#define QHCA_KEY_INDEX_SHIFT		8
+#define QHCA_KEY_VARIANT_MASK		0xffu
+
+struct qhca_cmd_reg_mr {
+	qhca_le32 pdn;
+	qhca_le32 access;		/* QHCA_ACCESS_* */
+	qhca_le64 iova;			/* first byte's address as seen in WQEs/RETHs */
+	qhca_le64 length;		/* bytes; 0 < length <= max_mr_size */
+	struct qhca_pbl_desc mem;	/* pages backing [iova & ~page_mask, ...) */
+	qhca_le32 flags;		/* QHCA_MR_PHYS: iova is guest-physical */
+	qhca_le32 key_variant;		/* low 8 bits of the returned key */
+};
+#define QHCA_MR_PHYS			(1u << 0)	/* no page list: mem ignored */
+
+struct qhca_cmd_alloc_mr {
+	qhca_le32 pdn;
+	qhca_le32 max_pages;		/* <= max_fast_reg_pages */
+	qhca_le32 key_variant;
+	qhca_le32 reserved;
+};
+
+struct qhca_cmd_create_cq {
+	struct qhca_pbl_desc mem;	/* depth * QHCA_CQE_SIZE bytes */
+	qhca_u8 log_depth;		/* 1..15 */
+	qhca_u8 reserved[3];
+	qhca_le32 eqn;			/* completion events go to this EQ */
+	qhca_le32 db_page;		/* doorbell page allowed to ring this CQ */
+	qhca_le32 reserved2;
+};
+
+enum qhca_qp_type {
+	QHCA_QPT_RC			= 2,
+	QHCA_QPT_UD			= 4,
+	QHCA_QPT_GSI			= 1,	/* QP1; at most one */
+};
+
+#define QHCA_NO_SRQ			0xffffffffu
+
+struct qhca_cmd_create_qp {
+	qhca_u8 type;			/* enum qhca_qp_type */
+	qhca_u8 sq_log_depth;		/* 1..15 */
+	qhca_u8 rq_log_depth;		/* 1..15; 0 when srqn != QHCA_NO_SRQ */
+	qhca_u8 sq_log_stride;		/* send WQE size: 64 << (n - 6), n 6..11 */
+	qhca_u8 rq_log_stride;		/* recv WQE size, n 5..11 */
+	qhca_u8 sq_sig_all;		/* 1: every WQE completes signaled */
+	qhca_le16 reserved;
+	qhca_le32 pdn;
+	qhca_le32 send_cqn;
+	qhca_le32 recv_cqn;
+	qhca_le32 srqn;			/* or QHCA_NO_SRQ */
+	qhca_le32 db_page;		/* doorbell page allowed to ring this QP */
+	qhca_le32 max_inline;		/* <= stride - 64 */
+	struct qhca_pbl_desc sq;
+	struct qhca_pbl_desc rq;	/* ignored with an SRQ */
+};
+
+/* Attribute mask of MODIFY_QP: same bit numbers as Linux's enum ib_qp_attr_mask */
+#define QHCA_QP_ATTR_STATE		(1u << 0)
+#define QHCA_QP_ATTR_CUR_STATE		(1u << 1)
+#define QHCA_QP_ATTR_EN_SQD_ASYNC	(1u << 2)
+#define QHCA_QP_ATTR_ACCESS_FLAGS	(1u << 3)
+#define QHCA_QP_ATTR_PKEY_INDEX		(1u << 4)
+#define QHCA_QP_ATTR_PORT		(1u << 5)
+#define QHCA_QP_ATTR_QKEY		(1u << 6)
+#define QHCA_QP_ATTR_AV			(1u << 7)
+#define QHCA_QP_ATTR_PATH_MTU		(1u << 8)
+#define QHCA_QP_ATTR_TIMEOUT		(1u << 9)
+#define QHCA_QP_ATTR_RETRY_CNT		(1u << 10)
+#define QHCA_QP_ATTR_RNR_RETRY		(1u << 11)
+#define QHCA_QP_ATTR_RQ_PSN		(1u << 12)
+#define QHCA_QP_ATTR_MAX_QP_RD_ATOMIC	(1u << 13)
+#define QHCA_QP_ATTR_MIN_RNR_TIMER	(1u << 15)
+#define QHCA_QP_ATTR_SQ_PSN		(1u << 16)
+#define QHCA_QP_ATTR_MAX_DEST_RD_ATOMIC	(1u << 17)
+#define QHCA_QP_ATTR_DEST_QPN		(1u << 20)
+
+enum qhca_qp_state {			/* Linux's enum ib_qp_state numbering */
+	QHCA_QPS_RESET			= 0,
+	QHCA_QPS_INIT			= 1,
+	QHCA_QPS_RTR			= 2,
+	QHCA_QPS_RTS			= 3,
+	QHCA_QPS_SQD			= 4,
+	QHCA_QPS_SQE			= 5,
+	QHCA_QPS_ERR			= 6,
+};
+
+/* QP attributes: MODIFY_QP payload (after qpn/attr_mask) and QUERY_QP resp */
+struct qhca_qp_attr {
+	qhca_u8 qp_state;		/* enum qhca_qp_state */
+	qhca_u8 cur_qp_state;
+	qhca_u8 path_mtu;		/* IB enum: 1=256 .. 5=4096 */
+	qhca_u8 timeout;		/* 4.096us * 2^timeout; 0 = infinite */
+	qhca_u8 retry_cnt;		/* 0..7 */
+	qhca_u8 rnr_retry;		/* 0..7; 7 = infinite */
+	qhca_u8 min_rnr_timer;		/* IB RNR timer encoding, 0..31 */
+	qhca_u8 max_rd_atomic;		/* outstanding READ/atomic as requester */
+	qhca_u8 max_dest_rd_atomic;	/* as responder */
+	qhca_u8 sgid_index;
+	qhca_u8 hop_limit;
+	qhca_u8 traffic_class;
+	qhca_le32 access_flags;		/* QHCA_ACCESS_REMOTE_* allowed on this QP */
+	qhca_le32 qkey;
+	qhca_le32 dest_qpn;		/* 24 bits */
+	qhca_le32 rq_psn;		/* 24 bits */
+	qhca_le32 sq_psn;		/* 24 bits */
+	qhca_le32 flow_label;		/* 20 bits */
+	qhca_u8 dgid[16];		/* network byte order */
+	qhca_u8 dmac[6];
+	qhca_u8 en_sqd_async_notify;
+	qhca_u8 sq_draining;		/* QUERY_QP only */
+	qhca_le32 reserved;
+};
+QHCA_CHECK_SIZE(struct qhca_qp_attr, 64);
+
+struct qhca_cmd_modify_qp {
+	qhca_le32 qpn;
+	qhca_le32 attr_mask;		/* QHCA_QP_ATTR_* */
+	struct qhca_qp_attr attr;
+};
+
+struct qhca_cmd_create_srq {
+	struct qhca_pbl_desc mem;
+	qhca_le32 pdn;
+	qhca_le32 db_page;
+	qhca_u8 log_depth;		/* 1..15 */
+	qhca_u8 log_stride;		/* recv WQE size, 5..11 */
+	qhca_le16 reserved;
+	qhca_le32 limit;		/* 0: not armed */
+};
+
+struct qhca_cmd_modify_srq {
+	qhca_le32 srqn;
+	qhca_le32 limit;		/* arms the limit event; < depth */
+};
+
+struct qhca_srq_attr {
+	qhca_le32 depth;
+	qhca_le32 limit;		/* 0 once the limit event fired */
+	qhca_le32 max_sge;
+	qhca_le32 reserved;
+};
+QHCA_CHECK_SIZE(struct qhca_srq_attr, 16);
+
+struct qhca_cmd_create_ah {
+	qhca_le32 pdn;
+	qhca_u8 sgid_index;
+	qhca_u8 hop_limit;
+	qhca_u8 traffic_class;
+	qhca_u8 reserved;
+	qhca_le32 flow_label;
+	qhca_u8 dmac[6];
+	qhca_le16 reserved2;
+	qhca_u8 dgid[16];
+};
+
+struct qhca_cmd {
+	struct qhca_cmd_hdr hdr;
+	union {
+		qhca_u8 raw[QHCA_CMD_SIZE - sizeof(struct qhca_cmd_hdr)];
+		struct qhca_cmd_gid gid;
+		struct qhca_cmd_create_eq create_eq;
+		struct qhca_cmd_obj obj;
+		struct qhca_cmd_reg_mr reg_mr;
+		struct qhca_cmd_alloc_mr alloc_mr;
+		struct qhca_cmd_create_cq create_cq;
+		struct qhca_cmd_create_qp create_qp;
+		struct qhca_cmd_modify_qp modify_qp;
+		struct qhca_cmd_create_srq create_srq;
+		struct qhca_cmd_modify_srq modify_srq;
+		struct qhca_cmd_create_ah create_ah;
+	};
+};
+QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);
+
+/* QUERY_DEVICE response */
+struct qhca_device_attr {
+	qhca_le64 fw_version;
+	qhca_le64 node_guid;		/* EUI-64 from the MAC, network byte order */
+	qhca_le64 max_mr_size;
+	qhca_le64 page_size_cap;
+	qhca_le32 vendor_id;
+	qhca_le32 vendor_part_id;
+	qhca_le32 hw_version;
+	qhca_le32 max_qp;
+	qhca_le32 max_qp_wr;
+	qhca_le32 max_sge;
+	qhca_le32 max_cq;
+	qhca_le32 max_cqe;
+	qhca_le32 max_mr;
+	qhca_le32 max_pd;
+	qhca_le32 max_qp_rd_atom;
+	qhca_le32 max_qp_init_rd_atom;
+	qhca_le32 max_srq;
+	qhca_le32 max_srq_wr;
+	qhca_le32 max_srq_sge;
+	qhca_le32 max_ah;
+	qhca_le32 max_inline;
+	qhca_le32 max_eq;
+	qhca_le32 max_fast_reg_pages;
+	qhca_le32 caps;			/* QHCA_CAP_* */
+	qhca_le32 reserved[4];
+};
+QHCA_CHECK_SIZE(struct qhca_device_attr, 128);
+
+/* QUERY_PORT response */
+struct qhca_port_attr {
+	qhca_le32 link_up;		/* the device's wire (its QEMU netdev) */
+	qhca_le32 max_mtu;		/* bytes: 4096 */
+	qhca_le32 gid_tbl_len;
+	qhca_le32 reserved[5];
+};
+QHCA_CHECK_SIZE(struct qhca_port_attr, 32);
+
+/* ------------------------------------------------------------------------
+ * Event queues.  The async EQ (registers AEQ_*) reports async events and
+ * raises vector 0 when armed; completion EQs (CREATE_EQ) report
+ * QHCA_EQE_COMPLETION and raise their own vector when armed.  An EQ is armed
+ * by a doorbell with the arm bit and disarmed by each interrupt it raises.
+ */
+#define QHCA_EQE_SIZE			16
+
+enum qhca_eqe_type {
+	QHCA_EQE_COMPLETION		= 0x01,	/* obj: cqn */
+	QHCA_EQE_CQ_ERROR		= 0x02,	/* obj: cqn (overflow, DMA error) */
+	QHCA_EQE_QP_FATAL		= 0x03,	/* obj: qpn */
+	QHCA_EQE_QP_REQ_ERR		= 0x04,	/* obj: qpn */
+	QHCA_EQE_QP_ACCESS_ERR		= 0x05,	/* obj: qpn */
+	QHCA_EQE_COMM_EST		= 0x06,	/* obj: qpn */
+	QHCA_EQE_SQ_DRAINED		= 0x07,	/* obj: qpn */
+	QHCA_EQE_LAST_WQE_REACHED	= 0x08,	/* obj: qpn */
+	QHCA_EQE_SRQ_LIMIT		= 0x09,	/* obj: srqn */
+	QHCA_EQE_PORT_ACTIVE		= 0x0a,	/* obj: port (1) */
+	QHCA_EQE_PORT_ERR		= 0x0b,	/* obj: port (1) */
+	QHCA_EQE_DEVICE_FATAL		= 0x0c,
+};
+
+struct qhca_eqe {
+	qhca_u8 type;			/* enum qhca_eqe_type */
+	qhca_u8 reserved[2];
+	qhca_u8 owner;			/* QHCA_OWNER_BIT */
+	qhca_le32 obj;
+	qhca_le64 data;			/* reserved */
+};
+QHCA_CHECK_SIZE(struct qhca_eqe, QHCA_EQE_SIZE);
+
+/* ------------------------------------------------------------------------
+ * Work queue entries.  A send WQE is a 64-byte header followed by num_sge
+ * struct qhca_sge or by inline_len bytes of inline data; its size (stride)
+ * is fixed per QP at creation.  A receive WQE is a 16-byte header followed
+ * by num_sge struct qhca_sge.
+ */
+enum qhca_wqe_opcode {			/* Linux's enum ib_wr_opcode numbering */
+	QHCA_WQE_RDMA_WRITE		= 0x00,
+	QHCA_WQE_RDMA_WRITE_WITH_IMM	= 0x01,
+	QHCA_WQE_SEND			= 0x02,
+	QHCA_WQE_SEND_WITH_IMM		= 0x03,
+	QHCA_WQE_RDMA_READ		= 0x04,
+	QHCA_WQE_ATOMIC_CMP_AND_SWP	= 0x05,
+	QHCA_WQE_ATOMIC_FETCH_AND_ADD	= 0x06,
+	QHCA_WQE_LOCAL_INV		= 0x07,
+	QHCA_WQE_SEND_WITH_INV		= 0x09,
+	QHCA_WQE_REG_MR			= 0x20,	/* fast registration */
+};
+
+#define QHCA_WQE_SIGNALED		(1u << 0)
+#define QHCA_WQE_SOLICITED		(1u << 1)
+#define QHCA_WQE_INLINE			(1u << 2)
+#define QHCA_WQE_FENCE			(1u << 3)
+
+#define QHCA_SEND_WQE_HDR_SIZE		64
+#define QHCA_RECV_WQE_HDR_SIZE		16
+#define QHCA_SEND_WQE_MIN_LOG_STRIDE	6
+#define QHCA_RECV_WQE_MIN_LOG_STRIDE	5
+#define QHCA_WQE_MAX_LOG_STRIDE		11
+#define QHCA_MAX_SGE			16
+#define QHCA_MAX_INLINE			512
+
+struct qhca_sge {
+	qhca_le64 addr;
+	qhca_le32 length;
+	qhca_le32 lkey;
+};
+QHCA_CHECK_SIZE(struct qhca_sge, 16);
+
+struct qhca_send_wqe {
+	qhca_u8 opcode;			/* enum qhca_wqe_opcode */
+	qhca_u8 flags;			/* QHCA_WQE_* */
+	qhca_u8 num_sge;
+	qhca_u8 reserved0;
+	qhca_le32 inline_len;		/* with QHCA_WQE_INLINE */
+	qhca_le64 wr_id;
+	qhca_u8 imm_data[4];		/* *_WITH_IMM: copied to the wire as is */
+	qhca_le32 invalidate_rkey;	/* SEND_WITH_INV, LOCAL_INV */
+	union {
+		struct {		/* RDMA and atomic opcodes */
+			qhca_le64 remote_addr;
+			qhca_le32 rkey;
+			qhca_le32 reserved;
+			qhca_le64 compare_add;
+			qhca_le64 swap;
+			qhca_le64 reserved2;
+		} rdma;
+		struct {		/* UD and GSI sends */
+			qhca_le32 ahn;
+			qhca_le32 remote_qpn;
+			qhca_le32 remote_qkey;
+			qhca_le32 reserved[7];
+		} ud;
+		struct {		/* REG_MR */
+			qhca_le64 iova;
+			qhca_le64 length;
+			qhca_le64 pbl_addr;	/* one-level list of 4 KiB pages */
+			qhca_le32 key;		/* new key: same index, new variant */
+			qhca_le32 access;	/* QHCA_ACCESS_* */
+			qhca_le32 num_pages;
+			qhca_u8 page_shift;
+			qhca_u8 reserved[3];
+		} reg;
+	};
+};
+QHCA_CHECK_SIZE(struct qhca_send_wqe, QHCA_SEND_WQE_HDR_SIZE);
+
+struct qhca_recv_wqe {
+	qhca_le64 wr_id;
+	qhca_u8 num_sge;
+	qhca_u8 reserved[7];
+};
+QHCA_CHECK_SIZE(struct qhca_recv_wqe, QHCA_RECV_WQE_HDR_SIZE);
+
+/* ------------------------------------------------------------------------
+ * Completion queue entries
+ */
+#define QHCA_CQE_SIZE			32
+
+enum qhca_cqe_status {			/* Linux's enum ib_wc_status numbering */
+	QHCA_CQE_SUCCESS		= 0,
+	QHCA_CQE_LOC_LEN_ERR		= 1,
+	QHCA_CQE_LOC_QP_OP_ERR		= 2,
+	QHCA_CQE_LOC_PROT_ERR		= 4,
+	QHCA_CQE_WR_FLUSH_ERR		= 5,
+	QHCA_CQE_MW_BIND_ERR		= 6,
+	QHCA_CQE_BAD_RESP_ERR		= 7,
+	QHCA_CQE_LOC_ACCESS_ERR		= 8,
+	QHCA_CQE_REM_INV_REQ_ERR	= 9,
+	QHCA_CQE_REM_ACCESS_ERR		= 10,
+	QHCA_CQE_REM_OP_ERR		= 11,
+	QHCA_CQE_RETRY_EXC_ERR		= 12,
+	QHCA_CQE_RNR_RETRY_EXC_ERR	= 13,
+	QHCA_CQE_REM_ABORT_ERR		= 16,
+	QHCA_CQE_GENERAL_ERR		= 21,
+};
+
+enum qhca_cqe_opcode {			/* Linux's enum ib_wc_opcode numbering */
+	QHCA_CQE_OP_SEND		= 0,
+	QHCA_CQE_OP_RDMA_WRITE		= 1,
+	QHCA_CQE_OP_RDMA_READ		= 2,
+	QHCA_CQE_OP_COMP_SWAP		= 3,
+	QHCA_CQE_OP_FETCH_ADD		= 4,
+	QHCA_CQE_OP_LOCAL_INV		= 6,
+	QHCA_CQE_OP_REG_MR		= 8,
+	QHCA_CQE_OP_RECV		= 128,
+	QHCA_CQE_OP_RECV_RDMA_WITH_IMM	= 129,
+};
+
+#define QHCA_CQE_WITH_IMM		(1u << 0)
+#define QHCA_CQE_WITH_INV		(1u << 1)
+#define QHCA_CQE_GRH			(1u << 2)	/* UD: GRH in the first 40 bytes */
+#define QHCA_CQE_SOLICITED		(1u << 3)
+
+struct qhca_cqe {
+	qhca_le64 wr_id;
+	qhca_u8 status;			/* enum qhca_cqe_status */
+	qhca_u8 opcode;			/* enum qhca_cqe_opcode */
+	qhca_u8 flags;			/* QHCA_CQE_* */
+	qhca_u8 owner;			/* QHCA_OWNER_BIT */
+	qhca_le32 byte_len;
+	qhca_le32 qpn;
+	qhca_le32 src_qp;		/* UD/GSI receive */
+	union {
+		qhca_u8 imm_data[4];	/* WITH_IMM: as received */
+		qhca_le32 invalidated_rkey; /* WITH_INV */
+	};
+	qhca_u8 network_hdr_type;	/* UD receive: 2 = RoCEv2 IPv4 */
+	qhca_u8 vendor_err;		/* device detail for error statuses */
+	qhca_le16 wqe_index;		/* SQ/RQ index of the completed WQE */
+};
+QHCA_CHECK_SIZE(struct qhca_cqe, QHCA_CQE_SIZE);
+
+/* UD receive buffers start with a 40-byte GRH slot (IPv4 header at 20..39) */
+#define QHCA_GRH_SIZE			40
+
+#endif /* QHCA_HW_H */

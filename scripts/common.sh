@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Shared settings for qhca scripts. Source it; do not run it.
+#
+# Pinned platform (see docs/platform.md):
+#   QEMU      10.0.x  Debian source package (newest 10.0.x in trixie)
+#   kernel    6.12    Debian bookworm (-backports / -security) linux-image, extracted
+#   rdma-core 44.0    Debian bookworm source package, configured out of tree
+
+set -euo pipefail
+
+QHCA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${QHCA_BUILD:-$QHCA_TOP/build}
+DEBS=$BUILD/debs
+SRC=$BUILD/src
+mkdir -p "$BUILD" "$DEBS" "$SRC"
+
+QEMU_SERIES=10.0
+RDMA_CORE_VERSION=56.1
+KERNEL_SERIES=6.12
+
+# Debian's meson lives under /usr/lib/python3; a pyenv python3 early in PATH
+# cannot import it.
+PYTHON=/usr/bin/python3
+
+log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+APT_UPDATED=$BUILD/.apt-updated
+# Add the apt sources our scripts need. Says what it adds.
+apt_sources() {
+	local f=/etc/apt/sources.list.d/qhca.sources
+	if [ ! -f "$f" ]; then
+		log "adding $f: deb-src bookworm and trixie (QEMU 10.0, rdma-core 44 sources), deb/deb-src bookworm-backports (meson >= 1.5, python3-pycotap, 6.12 kernels)"
+		as_root tee "$f" >/dev/null <<'SRC'
+# Added by qhca scripts/common.sh
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+		rm -f "$APT_UPDATED"
+	fi
+	# bookworm-security carries the newest 6.12 kernels; most images have it.
+	if [ ! -f "$APT_UPDATED" ] || [ -n "$(find "$APT_UPDATED" -mmin +1440 2>/dev/null)" ]; then
+		log "apt-get update"
+		as_root apt-get update -qq
+		touch "$APT_UPDATED"
+	fi
+}
+
+# apt_install PKG... : install packages that are missing (PKG may be PKG/SUITE)
+apt_install() {
+	local missing=() p name
+	for p in "$@"; do
+		name=${p%%/*}
+		dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	apt_sources
+	log "installing: ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Newest version of a source package whose version starts with $2
+newest_src_version() {
+	apt-cache showsrc "$1" | sed -n 's/^Version: //p' | grep -E "^([0-9]+:)?$2" | sort -V | tail -1
+}
+
+# Kernel ABI name of the newest 6.12 amd64 kernel in the apt lists, e.g.
+# 6.12.117+deb12-amd64. Override with QHCA_KERNEL_ABI.
+kernel_abi() {
+	if [ -n "${QHCA_KERNEL_ABI:-}" ]; then echo "$QHCA_KERNEL_ABI"; return; fi
+	if [ -f "$BUILD/kernel/ABI" ]; then cat "$BUILD/kernel/ABI"; return; fi
+	apt-cache search --names-only "^linux-image-${KERNEL_SERIES//./\\.}\\.[0-9]+.*-amd64-unsigned\$" |
+		awk '{print $1}' | grep -vE 'cloud|rt-' |
+		sed -e 's/^linux-image-//' -e 's/-unsigned$//' | sort -V | tail -1
+}
+
+QEMU_DIR=$BUILD/qemu          # build directory
+QEMU_BIN=$QEMU_DIR/qemu-system-x86_64
+KERNEL_DIR=$BUILD/kernel      # extracted image, modules, headers
+RDMA_CORE_SRC=$SRC/rdma-core
+RDMA_CORE_BUILD=$BUILD/rdma-core
