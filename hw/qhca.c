@@ -1,9 +1,11 @@
 /*
  * qhca: a software RDMA host channel adapter (RoCEv2), QEMU glue.
  *
- * This file holds the QOM/PCI/MSI-X/netdev glue.  The hardware contract is
- * include/qhca_hw.h (linked as hw/qhca/qhca_hw.h); docs/hardware.md is its
- * prose description.
+ * QOM, PCI BARs, MSI-X, the NIC on the netdev backend, the bottom half and
+ * the retransmission timer live here; the device logic is in qhca-core.c
+ * (registers, commands, objects) and qhca-qp.c (the transport).
+ * The hardware contract is include/qhca_hw.h, linked into QEMU's tree as
+ * include/hw/qhca/; docs/hardware.md describes it in prose.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -12,7 +14,9 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
 #include "qapi/error.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
@@ -21,9 +25,8 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "qom/object.h"
+#include "qhca-core.h"
 #include "trace.h"
-
-#include "hw/qhca/qhca_hw.h"
 
 #define TYPE_QHCA "qhca"
 OBJECT_DECLARE_SIMPLE_TYPE(QhcaState, QHCA)
@@ -37,227 +40,118 @@ struct QhcaState {
     NICState *nic;
     NICConf conf;
 
-    uint32_t ctrl;
-    uint32_t status;
-    uint32_t fatal_code;
-    uint64_t cmdq_base;
-    uint32_t cmdq_log_depth;
-    uint64_t cmdcq_base;
-    uint32_t cmdcq_log_depth;
-    uint64_t aeq_base;
-    uint32_t aeq_log_depth;
+    QEMUBH *bh;
+    QEMUTimer *timer;
 
-    uint32_t stat_tx_frames;
-    uint32_t stat_rx_frames;
-    uint32_t stat_rx_dropped;
-    uint32_t stat_rx_bad_icrc;
-    uint32_t stat_retransmits;
-    uint32_t stat_guest_errors;
+    QhcaCore core;
 };
 
-static void qhca_guest_error(QhcaState *s, const char *what, uint64_t val)
+static bool qhca_dma_read(void *opaque, uint64_t addr, void *buf,
+                          uint64_t len)
 {
-    s->stat_guest_errors++;
-    trace_qhca_err_guest(what, val);
-    qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
+    QhcaState *s = opaque;
+
+    trace_qhca_dma_read(addr, len);
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
 }
 
-static bool qhca_link_up(QhcaState *s)
+static bool qhca_dma_write(void *opaque, uint64_t addr, const void *buf,
+                           uint64_t len)
 {
+    QhcaState *s = opaque;
+
+    trace_qhca_dma_write(addr, len);
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
+}
+
+static void qhca_irq(void *opaque, unsigned vector)
+{
+    PCIDevice *pdev = PCI_DEVICE(opaque);
+
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, vector);
+    }
+}
+
+static void qhca_tx(void *opaque, const uint8_t *frame, size_t len)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_tx_frame(len);
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+static bool qhca_link_up(void *opaque)
+{
+    QhcaState *s = opaque;
+
     return s->nic && !qemu_get_queue(s->nic)->link_down;
 }
 
-static void qhca_reset_state(QhcaState *s)
+static void qhca_schedule(void *opaque)
 {
-    s->ctrl = 0;
-    s->status = 0;
-    s->fatal_code = QHCA_FATAL_NONE;
-    s->cmdq_base = 0;
-    s->cmdq_log_depth = 0;
-    s->cmdcq_base = 0;
-    s->cmdcq_log_depth = 0;
-    s->aeq_base = 0;
-    s->aeq_log_depth = 0;
-    trace_qhca_reset();
+    QhcaState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
+static int64_t qhca_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void qhca_timer_mod(void *opaque, int64_t deadline_ns)
+{
+    QhcaState *s = opaque;
+
+    if (deadline_ns < 0) {
+        timer_del(s->timer);
+    } else {
+        timer_mod(s->timer, deadline_ns);
+    }
+}
+
+static const QhcaCoreOps qhca_core_ops = {
+    .dma_read = qhca_dma_read,
+    .dma_write = qhca_dma_write,
+    .irq = qhca_irq,
+    .tx = qhca_tx,
+    .link_up = qhca_link_up,
+    .schedule = qhca_schedule,
+    .now_ns = qhca_now_ns,
+    .timer_mod = qhca_timer_mod,
+};
+
+static void qhca_bh(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    qhca_core_run(&s->core);
+}
+
+static void qhca_timer_cb(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    qhca_core_timer(&s->core);
 }
 
 static uint64_t qhca_reg_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
-    const uint8_t *mac = s->conf.macaddr.a;
-    uint64_t val = 0;
+    uint32_t val = qhca_core_reg_read(&s->core, addr);
 
-    switch (addr) {
-    case QHCA_REG_VERSION:
-        val = QHCA_VERSION;
-        break;
-    case QHCA_REG_CAPS:
-        val = 0;
-        break;
-    case QHCA_REG_STATUS:
-        val = s->status;
-        break;
-    case QHCA_REG_CTRL:
-        val = s->ctrl;
-        break;
-    case QHCA_REG_MAC_LO:
-        val = ldl_le_p(mac);
-        break;
-    case QHCA_REG_MAC_HI:
-        val = lduw_le_p(mac + 4);
-        break;
-    case QHCA_REG_NUM_VECTORS:
-        val = QHCA_MSIX_VECTORS;
-        break;
-    case QHCA_REG_NUM_DB_PAGES:
-        val = QHCA_DB_PAGES;
-        break;
-    case QHCA_REG_LINK:
-        val = qhca_link_up(s) ? QHCA_LINK_UP : 0;
-        break;
-    case QHCA_REG_FATAL_CODE:
-        val = s->fatal_code;
-        break;
-    case QHCA_REG_CMDQ_BASE_LO:
-        val = (uint32_t)s->cmdq_base;
-        break;
-    case QHCA_REG_CMDQ_BASE_HI:
-        val = s->cmdq_base >> 32;
-        break;
-    case QHCA_REG_CMDQ_LOG_DEPTH:
-        val = s->cmdq_log_depth;
-        break;
-    case QHCA_REG_CMDCQ_BASE_LO:
-        val = (uint32_t)s->cmdcq_base;
-        break;
-    case QHCA_REG_CMDCQ_BASE_HI:
-        val = s->cmdcq_base >> 32;
-        break;
-    case QHCA_REG_CMDCQ_LOG_DEPTH:
-        val = s->cmdcq_log_depth;
-        break;
-    case QHCA_REG_AEQ_BASE_LO:
-        val = (uint32_t)s->aeq_base;
-        break;
-    case QHCA_REG_AEQ_BASE_HI:
-        val = s->aeq_base >> 32;
-        break;
-    case QHCA_REG_AEQ_LOG_DEPTH:
-        val = s->aeq_log_depth;
-        break;
-    case QHCA_REG_STAT_TX_FRAMES:
-        val = s->stat_tx_frames;
-        break;
-    case QHCA_REG_STAT_RX_FRAMES:
-        val = s->stat_rx_frames;
-        break;
-    case QHCA_REG_STAT_RX_DROPPED:
-        val = s->stat_rx_dropped;
-        break;
-    case QHCA_REG_STAT_RX_BAD_ICRC:
-        val = s->stat_rx_bad_icrc;
-        break;
-    case QHCA_REG_STAT_RETRANSMITS:
-        val = s->stat_retransmits;
-        break;
-    case QHCA_REG_STAT_GUEST_ERRORS:
-        val = s->stat_guest_errors;
-        break;
-    default:
-        qhca_guest_error(s, "read of undefined register", addr);
-        break;
-    }
     trace_qhca_mmio_read(addr, size, val);
     return val;
-}
-
-static void qhca_set_lo(uint64_t *reg, uint64_t val)
-{
-    *reg = (*reg & ~0xffffffffULL) | (uint32_t)val;
-}
-
-static void qhca_set_hi(uint64_t *reg, uint64_t val)
-{
-    *reg = (*reg & 0xffffffffULL) | (val << 32);
-}
-
-static void qhca_ctrl_write(QhcaState *s, uint32_t val)
-{
-    if (val & QHCA_CTRL_RESET) {
-        qhca_reset_state(s);
-        return;
-    }
-    if (val & ~QHCA_CTRL_ENABLE) {
-        qhca_guest_error(s, "CTRL: reserved bits set", val);
-    }
-    s->ctrl = val & QHCA_CTRL_ENABLE;
-    if (s->ctrl & QHCA_CTRL_ENABLE) {
-        s->status |= QHCA_STATUS_READY;
-    } else {
-        s->status &= ~QHCA_STATUS_READY;
-    }
 }
 
 static void qhca_reg_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     QhcaState *s = opaque;
-    bool enabled = s->ctrl & QHCA_CTRL_ENABLE;
 
     trace_qhca_mmio_write(addr, size, val);
-
-    switch (addr) {
-    case QHCA_REG_CTRL:
-        qhca_ctrl_write(s, val);
-        return;
-    case QHCA_REG_CMDQ_BASE_LO:
-    case QHCA_REG_CMDQ_BASE_HI:
-    case QHCA_REG_CMDQ_LOG_DEPTH:
-    case QHCA_REG_CMDCQ_BASE_LO:
-    case QHCA_REG_CMDCQ_BASE_HI:
-    case QHCA_REG_CMDCQ_LOG_DEPTH:
-    case QHCA_REG_AEQ_BASE_LO:
-    case QHCA_REG_AEQ_BASE_HI:
-    case QHCA_REG_AEQ_LOG_DEPTH:
-        if (enabled) {
-            qhca_guest_error(s, "queue register written while enabled", addr);
-            return;
-        }
-        break;
-    default:
-        qhca_guest_error(s, "write to read-only or undefined register", addr);
-        return;
-    }
-
-    switch (addr) {
-    case QHCA_REG_CMDQ_BASE_LO:
-        qhca_set_lo(&s->cmdq_base, val);
-        break;
-    case QHCA_REG_CMDQ_BASE_HI:
-        qhca_set_hi(&s->cmdq_base, val);
-        break;
-    case QHCA_REG_CMDQ_LOG_DEPTH:
-        s->cmdq_log_depth = val;
-        break;
-    case QHCA_REG_CMDCQ_BASE_LO:
-        qhca_set_lo(&s->cmdcq_base, val);
-        break;
-    case QHCA_REG_CMDCQ_BASE_HI:
-        qhca_set_hi(&s->cmdcq_base, val);
-        break;
-    case QHCA_REG_CMDCQ_LOG_DEPTH:
-        s->cmdcq_log_depth = val;
-        break;
-    case QHCA_REG_AEQ_BASE_LO:
-        qhca_set_lo(&s->aeq_base, val);
-        break;
-    case QHCA_REG_AEQ_BASE_HI:
-        qhca_set_hi(&s->aeq_base, val);
-        break;
-    case QHCA_REG_AEQ_LOG_DEPTH:
-        s->aeq_log_depth = val;
-        break;
-    }
+    qhca_core_reg_write(&s->core, addr, val);
 }
 
 static const MemoryRegionOps qhca_reg_ops = {
@@ -278,17 +172,17 @@ static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
 
-    qhca_guest_error(s, "read from doorbell page", addr);
+    qhca_guest_error(&s->core, "read from doorbell page", addr);
     return 0;
 }
 
 static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val,
                           unsigned size)
 {
-    unsigned page = addr >> QHCA_PAGE_SHIFT;
-    unsigned off = addr & (QHCA_PAGE_SIZE - 1);
+    QhcaState *s = opaque;
 
-    trace_qhca_doorbell(page, off, val);
+    qhca_core_db_write(&s->core, addr >> QHCA_PAGE_SHIFT,
+                       addr & (QHCA_PAGE_SIZE - 1), val);
 }
 
 static const MemoryRegionOps qhca_db_ops = {
@@ -315,8 +209,8 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf,
 {
     QhcaState *s = qemu_get_nic_opaque(nc);
 
-    s->stat_rx_frames++;
     trace_qhca_rx_frame(size);
+    qhca_core_receive(&s->core, buf, size);
     return size;
 }
 
@@ -325,6 +219,7 @@ static void qhca_set_link_status(NetClientState *nc)
     QhcaState *s = qemu_get_nic_opaque(nc);
 
     trace_qhca_link(qhca_link_up(s));
+    qhca_core_link_changed(&s->core);
 }
 
 static NetClientInfo qhca_net_info = {
@@ -342,7 +237,6 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     int i;
 
     pdev->config[PCI_INTERRUPT_PIN] = 1;
-    pci_config_set_prog_interface(pdev->config, 0);
 
     memory_region_init_io(&s->reg_bar, OBJECT(s), &qhca_reg_ops, s,
                           "qhca-regs", QHCA_REG_BAR_SIZE);
@@ -366,6 +260,7 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
 
     if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
         error_setg(errp, "qhca: failed to initialize PCIe capability");
+        msix_unuse_all_vectors(pdev);
         msix_uninit_exclusive_bar(pdev);
         return;
     }
@@ -375,20 +270,30 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
                           object_get_typename(OBJECT(s)), dev->id,
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+
+    s->bh = qemu_bh_new_guarded(qhca_bh, s, &dev->mem_reentrancy_guard);
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
+    qhca_core_init(&s->core, &qhca_core_ops, s, s->conf.macaddr.a);
 }
 
 static void qhca_exit(PCIDevice *pdev)
 {
     QhcaState *s = QHCA(pdev);
 
+    qhca_core_cleanup(&s->core);
+    timer_free(s->timer);
+    qemu_bh_delete(s->bh);
     qemu_del_nic(s->nic);
+    pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
 }
 
 static void qhca_reset_hold(Object *obj, ResetType type)
 {
-    qhca_reset_state(QHCA(obj));
+    QhcaState *s = QHCA(obj);
+
+    qhca_core_reset(&s->core);
 }
 
 static const Property qhca_properties[] = {

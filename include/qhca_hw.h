@@ -118,6 +118,8 @@ typedef uint64_t qhca_le64;
 #define QHCA_FATAL_NONE			0
 #define QHCA_FATAL_CMDQ_DMA		1	/* command queue DMA failed */
 #define QHCA_FATAL_AEQ_DMA		2	/* async event queue DMA failed */
+#define QHCA_FATAL_BAD_CONFIG		3	/* ENABLE with invalid queue registers */
+#define QHCA_FATAL_CMDCQ_DMA		4	/* command completion DMA failed */
 
 /* ------------------------------------------------------------------------
  * Doorbells (BAR2): 32-bit writes at these offsets within a doorbell page.

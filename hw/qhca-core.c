@@ -1,0 +1,1800 @@
+/*
+ * qhca device logic: registers, command queue, objects, EQs and CQs.
+ *
+ * Everything here treats guest memory and register writes as hostile: every
+ * index, length, address and handle is range-checked, and bad input gives
+ * an error status, a dropped doorbell or a fatal device state, each with a
+ * trace event and a LOG_GUEST_ERROR message.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/bswap.h"
+#include "qemu/host-utils.h"
+#include "qhca-core.h"
+#include "qhca-qp.h"
+#include "trace.h"
+
+void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val)
+{
+    c->stat_guest_errors++;
+    trace_qhca_err_guest(what, val);
+    qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
+}
+
+static bool dma_read(QhcaCore *c, uint64_t addr, void *buf, uint64_t len)
+{
+    return c->ops->dma_read(c->opaque, addr, buf, len);
+}
+
+static bool dma_write(QhcaCore *c, uint64_t addr, const void *buf,
+                      uint64_t len)
+{
+    return c->ops->dma_write(c->opaque, addr, buf, len);
+}
+
+/* ------------------------------------------------------------------------
+ * Page lists and rings
+ */
+
+static void qhca_pages_free(QhcaCore *c, QhcaPages *p)
+{
+    assert(c->pages_used >= p->count);
+    c->pages_used -= p->count;
+    g_free(p->addr);
+    p->addr = NULL;
+    p->count = 0;
+}
+
+/*
+ * Copy the page list described by @d into @p.  @min_bytes is how much
+ * memory the object needs; @queue restricts the page size to 4 KiB.
+ */
+static int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
+                           uint64_t min_bytes, bool queue, QhcaPages *p)
+{
+    uint64_t pbl = le64_to_cpu(d->pbl_addr);
+    uint32_t n = le32_to_cpu(d->num_pages);
+    uint8_t levels = d->levels;
+    uint8_t shift = d->page_shift;
+    uint64_t *addr;
+    uint32_t i;
+
+    if (shift < QHCA_PAGE_SHIFT || shift > 30 ||
+        (queue && shift != QHCA_PAGE_SHIFT)) {
+        qhca_guest_error(c, "page list: bad page_shift", shift);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (n == 0 || (levels != 1 && levels != 2) ||
+        (levels == 1 && n > QHCA_PBL_ENTRIES) ||
+        n > QHCA_PBL_ENTRIES * QHCA_PBL_ENTRIES) {
+        qhca_guest_error(c, "page list: bad page count or levels", n);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (((uint64_t)n << shift) < min_bytes) {
+        qhca_guest_error(c, "page list: too small for the object", n);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (pbl & (QHCA_PAGE_SIZE - 1)) {
+        qhca_guest_error(c, "page list: address not page aligned", pbl);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (n > QHCA_PAGE_BUDGET - c->pages_used) {
+        trace_qhca_err_budget(n, c->pages_used);
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+
+    addr = g_new(uint64_t, n);
+    if (levels == 1) {
+        if (!dma_read(c, pbl, addr, (uint64_t)n * 8)) {
+            goto dma_error;
+        }
+    } else {
+        uint32_t n1 = DIV_ROUND_UP(n, QHCA_PBL_ENTRIES);
+        g_autofree uint64_t *l1 = g_new(uint64_t, n1);
+
+        if (!dma_read(c, pbl, l1, (uint64_t)n1 * 8)) {
+            goto dma_error;
+        }
+        for (i = 0; i < n1; i++) {
+            uint64_t a = le64_to_cpu(l1[i]);
+            uint32_t cnt = MIN(QHCA_PBL_ENTRIES, n - i * QHCA_PBL_ENTRIES);
+
+            if (a & (QHCA_PAGE_SIZE - 1)) {
+                qhca_guest_error(c, "page list: level-2 page not aligned", a);
+                g_free(addr);
+                return QHCA_CMD_ERR_PARAM;
+            }
+            if (!dma_read(c, a, addr + (uint64_t)i * QHCA_PBL_ENTRIES,
+                          (uint64_t)cnt * 8)) {
+                goto dma_error;
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        addr[i] = le64_to_cpu(addr[i]);
+        if (addr[i] & ((1ULL << shift) - 1)) {
+            qhca_guest_error(c, "page list: page not aligned", addr[i]);
+            g_free(addr);
+            return QHCA_CMD_ERR_PARAM;
+        }
+    }
+    p->addr = addr;
+    p->count = n;
+    p->shift = shift;
+    c->pages_used += n;
+    return QHCA_CMD_OK;
+
+dma_error:
+    g_free(addr);
+    qhca_guest_error(c, "page list: DMA read failed", pbl);
+    return QHCA_CMD_ERR_DMA;
+}
+
+bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr)
+{
+    uint64_t off = (uint64_t)(idx & ((1u << r->log_depth) - 1))
+                   << r->log_stride;
+    uint64_t page = off >> r->mem.shift;
+
+    if (page >= r->mem.count) {
+        return false;
+    }
+    *addr = r->mem.addr[page] + (off & ((1ULL << r->mem.shift) - 1));
+    return true;
+}
+
+/* Set up a ring of 2^log_depth entries of 2^log_stride bytes */
+static int qhca_ring_init(QhcaCore *c, QhcaRing *r,
+                          const struct qhca_pbl_desc *d,
+                          uint32_t log_depth, uint32_t log_stride)
+{
+    if (log_depth < 1 || log_depth > QHCA_MAX_QUEUE_LOG) {
+        qhca_guest_error(c, "ring: bad log_depth", log_depth);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    r->log_depth = log_depth;
+    r->log_stride = log_stride;
+    r->pi = 0;
+    r->ci = 0;
+    return qhca_pages_load(c, d, 1ULL << (log_depth + log_stride), true,
+                           &r->mem);
+}
+
+/*
+ * Write one entry of a device-written ring; @owner_off is the offset of its
+ * owner byte.  The owner byte is written last.
+ */
+static bool qhca_ring_produce(QhcaCore *c, QhcaRing *r, void *entry,
+                              size_t size, size_t owner_off)
+{
+    uint8_t *e = entry;
+    uint64_t addr;
+
+    e[owner_off] = ((r->pi >> r->log_depth) & 1) ? 0 : QHCA_OWNER_BIT;
+    if (!qhca_ring_entry_addr(r, r->pi, &addr)) {
+        return false;
+    }
+    if (!dma_write(c, addr, e, owner_off) ||
+        !dma_write(c, addr + owner_off + 1, e + owner_off + 1,
+                   size - owner_off - 1) ||
+        !dma_write(c, addr + owner_off, e + owner_off, 1)) {
+        return false;
+    }
+    r->pi++;
+    return true;
+}
+
+static bool qhca_ring_full(const QhcaRing *r)
+{
+    return (uint16_t)(r->pi - r->ci) >= (1u << r->log_depth);
+}
+
+/* A consumer index from a doorbell is valid if it is between ci and pi */
+static bool qhca_ci_valid(uint16_t pi, uint16_t old_ci, uint16_t new_ci)
+{
+    return (uint16_t)(new_ci - old_ci) <= (uint16_t)(pi - old_ci);
+}
+
+/* ------------------------------------------------------------------------
+ * Events and completions
+ */
+
+static void qhca_eq_post(QhcaCore *c, uint32_t eqn, uint8_t type,
+                         uint32_t obj)
+{
+    QhcaEq *eq = eqn < QHCA_MAX_EQS ? c->eq[eqn] : NULL;
+    struct qhca_eqe eqe = { .type = type, .obj = cpu_to_le32(obj) };
+
+    if (!eq) {
+        return;
+    }
+    if (qhca_ring_full(&eq->ring)) {
+        qhca_guest_error(c, "EQ overflow, event dropped", eqn);
+        return;
+    }
+    if (!qhca_ring_produce(c, &eq->ring, &eqe, sizeof(eqe),
+                           offsetof(struct qhca_eqe, owner))) {
+        qhca_guest_error(c, "EQ DMA write failed", eqn);
+        return;
+    }
+    trace_qhca_eqe(eqn, type, obj);
+    if (eq->armed) {
+        eq->armed = false;
+        trace_qhca_irq(eq->vector);
+        c->ops->irq(c->opaque, eq->vector);
+    }
+}
+
+void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj)
+{
+    struct qhca_eqe eqe = { .type = type, .obj = cpu_to_le32(obj) };
+    uint32_t depth = 1u << c->aeq_log_depth;
+    uint64_t addr;
+
+    if (!(c->status & QHCA_STATUS_READY)) {
+        return;
+    }
+    if ((uint16_t)(c->aeq_pi - c->aeq_ci) >= depth) {
+        qhca_guest_error(c, "async EQ overflow, event dropped", type);
+        return;
+    }
+    eqe.owner = ((c->aeq_pi >> c->aeq_log_depth) & 1) ? 0 : QHCA_OWNER_BIT;
+    addr = c->aeq_base + (uint64_t)(c->aeq_pi & (depth - 1)) * QHCA_EQE_SIZE;
+    if (!dma_write(c, addr, &eqe, sizeof(eqe))) {
+        c->status |= QHCA_STATUS_FATAL;
+        c->fatal_code = QHCA_FATAL_AEQ_DMA;
+        return;
+    }
+    c->aeq_pi++;
+    trace_qhca_eqe(0, type, obj);
+    if (c->aeq_armed) {
+        c->aeq_armed = false;
+        trace_qhca_irq(QHCA_MSIX_VEC_ASYNC);
+        c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+    }
+}
+
+static void qhca_cq_event(QhcaCore *c, uint32_t cqn, QhcaCq *cq)
+{
+    cq->arm = QHCA_CQ_DISARMED;
+    qhca_eq_post(c, cq->eqn, QHCA_EQE_COMPLETION, cqn);
+}
+
+/* Returns false if the CQ is gone, broken or full (the CQE is lost) */
+bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe)
+{
+    QhcaCq *cq = cqn < QHCA_MAX_CQ ? c->cq[cqn] : NULL;
+    bool solicited;
+
+    if (!cq || cq->error) {
+        return false;
+    }
+    if (qhca_ring_full(&cq->ring)) {
+        cq->error = true;
+        qhca_guest_error(c, "CQ overflow", cqn);
+        qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
+        return false;
+    }
+    if (!qhca_ring_produce(c, &cq->ring, cqe, sizeof(*cqe),
+                           offsetof(struct qhca_cqe, owner))) {
+        cq->error = true;
+        qhca_guest_error(c, "CQ DMA write failed", cqn);
+        qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
+        return false;
+    }
+    trace_qhca_cqe(cqn, le32_to_cpu(cqe->qpn), cqe->status, cqe->opcode,
+                   le32_to_cpu(cqe->byte_len));
+    solicited = (cqe->flags & QHCA_CQE_SOLICITED) ||
+                cqe->status != QHCA_CQE_SUCCESS;
+    if (cq->arm == QHCA_CQ_ARM_NEXT ||
+        (cq->arm == QHCA_CQ_ARM_SOLICITED && solicited)) {
+        qhca_cq_event(c, cqn, cq);
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Object tables
+ */
+
+static int qhca_alloc_slot(void **table, uint32_t size, uint32_t first)
+{
+    uint32_t i;
+
+    for (i = first; i < size; i++) {
+        if (!table[i]) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+#define LOOKUP(c, tbl, n) \
+    ((n) < ARRAY_SIZE((c)->tbl) ? (c)->tbl[(n)] : NULL)
+
+QhcaQp *qhca_core_qp(QhcaCore *c, uint32_t qpn)
+{
+    return LOOKUP(c, qp, qpn);
+}
+
+QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
+                      uint32_t access, uint64_t addr, uint64_t len)
+{
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+
+    if (!mr || mr->key != key || !mr->valid || mr->pdn != pdn) {
+        trace_qhca_err_key(key, addr, len, "no such valid key in this PD");
+        return NULL;
+    }
+    if ((mr->access & access) != access) {
+        trace_qhca_err_key(key, addr, len, "access not allowed");
+        return NULL;
+    }
+    if (addr < mr->iova || len > mr->length ||
+        addr - mr->iova > mr->length - len) {
+        trace_qhca_err_key(key, addr, len, "out of bounds");
+        return NULL;
+    }
+    return mr;
+}
+
+/* Copy between @buf and [addr, addr + len) of @mr, already bounds-checked */
+bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
+                uint64_t len, bool write)
+{
+    uint8_t *p = buf;
+
+    if (mr->phys) {
+        return write ? dma_write(c, addr, buf, len) :
+                       dma_read(c, addr, buf, len);
+    }
+    while (len) {
+        uint64_t psize = 1ULL << mr->pages.shift;
+        uint64_t off = addr - (mr->iova & ~(psize - 1));
+        uint64_t idx = off >> mr->pages.shift;
+        uint64_t in_page = off & (psize - 1);
+        uint64_t n = MIN(len, psize - in_page);
+        uint64_t pa;
+
+        if (idx >= mr->pages.count) {
+            return false;
+        }
+        pa = mr->pages.addr[idx] + in_page;
+        if (!(write ? dma_write(c, pa, p, n) : dma_read(c, pa, p, n))) {
+            return false;
+        }
+        p += n;
+        addr += n;
+        len -= n;
+    }
+    return true;
+}
+
+static void qhca_free_mr(QhcaCore *c, uint32_t idx)
+{
+    QhcaMr *mr = c->mr[idx];
+
+    c->pd[mr->pdn]->refs--;
+    qhca_pages_free(c, &mr->pages);
+    g_free(mr);
+    c->mr[idx] = NULL;
+}
+
+static void qhca_free_qp(QhcaCore *c, uint32_t qpn)
+{
+    QhcaQp *qp = c->qp[qpn];
+
+    qhca_qp_engine_destroy(c, qp);
+    c->pd[qp->pdn]->refs--;
+    c->cq[qp->send_cqn]->refs--;
+    c->cq[qp->recv_cqn]->refs--;
+    if (qp->srqn != QHCA_NO_SRQ) {
+        c->srq[qp->srqn]->refs--;
+    }
+    qhca_pages_free(c, &qp->sq.mem);
+    if (qp->rq.mem.addr) {
+        qhca_pages_free(c, &qp->rq.mem);
+    }
+    g_free(qp);
+    c->qp[qpn] = NULL;
+}
+
+static void qhca_free_srq(QhcaCore *c, uint32_t n)
+{
+    QhcaSrq *srq = c->srq[n];
+
+    c->pd[srq->pdn]->refs--;
+    qhca_pages_free(c, &srq->ring.mem);
+    g_free(srq);
+    c->srq[n] = NULL;
+}
+
+static void qhca_free_cq(QhcaCore *c, uint32_t n)
+{
+    QhcaCq *cq = c->cq[n];
+
+    c->eq[cq->eqn]->refs--;
+    qhca_pages_free(c, &cq->ring.mem);
+    g_free(cq);
+    c->cq[n] = NULL;
+}
+
+static void qhca_free_ah(QhcaCore *c, uint32_t n)
+{
+    c->pd[c->ah[n]->pdn]->refs--;
+    g_free(c->ah[n]);
+    c->ah[n] = NULL;
+}
+
+static void qhca_free_eq(QhcaCore *c, uint32_t n)
+{
+    qhca_pages_free(c, &c->eq[n]->ring.mem);
+    g_free(c->eq[n]);
+    c->eq[n] = NULL;
+}
+
+/* Free every object, dependents first */
+static void qhca_free_all(QhcaCore *c)
+{
+    uint32_t i;
+
+    for (i = 0; i < QHCA_MAX_QP; i++) {
+        if (c->qp[i]) {
+            qhca_free_qp(c, i);
+        }
+    }
+    for (i = 0; i < QHCA_MAX_SRQ; i++) {
+        if (c->srq[i]) {
+            qhca_free_srq(c, i);
+        }
+    }
+    for (i = 0; i < QHCA_MAX_CQ; i++) {
+        if (c->cq[i]) {
+            qhca_free_cq(c, i);
+        }
+    }
+    for (i = 0; i < QHCA_MAX_MR; i++) {
+        if (c->mr[i]) {
+            qhca_free_mr(c, i);
+        }
+    }
+    for (i = 0; i < QHCA_MAX_AH; i++) {
+        if (c->ah[i]) {
+            qhca_free_ah(c, i);
+        }
+    }
+    for (i = 0; i < QHCA_MAX_PD; i++) {
+        g_free(c->pd[i]);
+        c->pd[i] = NULL;
+    }
+    for (i = 0; i < QHCA_MAX_EQS; i++) {
+        if (c->eq[i]) {
+            qhca_free_eq(c, i);
+        }
+    }
+    memset(c->gid, 0, sizeof(c->gid));
+    assert(c->pages_used == 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Commands
+ */
+
+typedef struct QhcaCmdCtx {
+    const struct qhca_cmd *cmd;
+    uint32_t result;
+    const void *resp;
+    uint32_t resp_size;
+} QhcaCmdCtx;
+
+static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
+{
+    static struct qhca_device_attr a;
+    uint8_t guid[8];
+
+    memset(&a, 0, sizeof(a));
+    guid[0] = c->mac[0] ^ 2;
+    guid[1] = c->mac[1];
+    guid[2] = c->mac[2];
+    guid[3] = 0xff;
+    guid[4] = 0xfe;
+    guid[5] = c->mac[3];
+    guid[6] = c->mac[4];
+    guid[7] = c->mac[5];
+    memcpy(&a.node_guid, guid, 8);
+    a.fw_version = cpu_to_le64(QHCA_VERSION);
+    a.max_mr_size = cpu_to_le64(QHCA_MAX_MR_SIZE);
+    a.page_size_cap = cpu_to_le64(0x7ffff000ULL);   /* 4 KiB .. 1 GiB */
+    a.vendor_id = cpu_to_le32(QHCA_PCI_VENDOR_ID);
+    a.vendor_part_id = cpu_to_le32(QHCA_PCI_DEVICE_ID);
+    a.hw_version = cpu_to_le32(QHCA_PCI_REVISION);
+    a.max_qp = cpu_to_le32(QHCA_MAX_QP - 2);
+    a.max_qp_wr = cpu_to_le32(QHCA_MAX_QP_WR);
+    a.max_sge = cpu_to_le32(QHCA_MAX_SGE);
+    a.max_cq = cpu_to_le32(QHCA_MAX_CQ - 1);
+    a.max_cqe = cpu_to_le32(QHCA_MAX_CQE);
+    a.max_mr = cpu_to_le32(QHCA_MAX_MR - 1);
+    a.max_pd = cpu_to_le32(QHCA_MAX_PD - 1);
+    a.max_qp_rd_atom = cpu_to_le32(QHCA_MAX_RD_ATOMIC);
+    a.max_qp_init_rd_atom = cpu_to_le32(QHCA_MAX_RD_ATOMIC);
+    a.max_srq = cpu_to_le32(QHCA_MAX_SRQ - 1);
+    a.max_srq_wr = cpu_to_le32(QHCA_MAX_QP_WR);
+    a.max_srq_sge = cpu_to_le32(QHCA_MAX_SGE);
+    a.max_ah = cpu_to_le32(QHCA_MAX_AH - 1);
+    a.max_inline = cpu_to_le32(QHCA_MAX_INLINE);
+    a.max_eq = cpu_to_le32(QHCA_MAX_EQS - 1);
+    a.max_fast_reg_pages = cpu_to_le32(QHCA_MAX_FAST_REG_PAGES);
+    a.caps = cpu_to_le32(QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ |
+                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR);
+    x->resp = &a;
+    x->resp_size = sizeof(a);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_query_port(QhcaCore *c, QhcaCmdCtx *x)
+{
+    static struct qhca_port_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.link_up = cpu_to_le32(c->ops->link_up(c->opaque) ? 1 : 0);
+    a.max_mtu = cpu_to_le32(4096);
+    a.gid_tbl_len = cpu_to_le32(QHCA_GID_TABLE_LEN);
+    x->resp = &a;
+    x->resp_size = sizeof(a);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
+{
+    uint32_t idx = le32_to_cpu(x->cmd->gid.index);
+
+    if (idx >= QHCA_GID_TABLE_LEN) {
+        qhca_guest_error(c, "GID index out of range", idx);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    c->gid[idx].valid = add;
+    if (add) {
+        memcpy(c->gid[idx].gid, x->cmd->gid.gid, 16);
+    } else {
+        memset(c->gid[idx].gid, 0, 16);
+    }
+    return QHCA_CMD_OK;
+}
+
+static int cmd_create_eq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_create_eq *p = &x->cmd->create_eq;
+    uint32_t vector = le32_to_cpu(p->vector);
+    QhcaEq *eq;
+    int n, ret;
+
+    if (vector == QHCA_MSIX_VEC_ASYNC || vector >= QHCA_MSIX_VECTORS) {
+        qhca_guest_error(c, "CREATE_EQ: bad vector", vector);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->eq, QHCA_MAX_EQS, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    eq = g_new0(QhcaEq, 1);
+    ret = qhca_ring_init(c, &eq->ring, &p->mem, p->log_depth,
+                         ctz32(QHCA_EQE_SIZE));
+    if (ret) {
+        g_free(eq);
+        return ret;
+    }
+    eq->vector = vector;
+    c->eq[n] = eq;
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_destroy_eq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, eq, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (c->eq[n]->refs) {
+        return QHCA_CMD_ERR_BUSY;
+    }
+    qhca_free_eq(c, n);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_alloc_pd(QhcaCore *c, QhcaCmdCtx *x)
+{
+    int n = qhca_alloc_slot((void **)c->pd, QHCA_MAX_PD, 1);
+
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    c->pd[n] = g_new0(QhcaPd, 1);
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_dealloc_pd(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, pd, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (c->pd[n]->refs) {
+        return QHCA_CMD_ERR_BUSY;
+    }
+    g_free(c->pd[n]);
+    c->pd[n] = NULL;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
+{
+    const struct qhca_cmd_reg_mr *p = &x->cmd->reg_mr;
+    const struct qhca_cmd_alloc_mr *f = &x->cmd->alloc_mr;
+    uint32_t pdn = le32_to_cpu(fast ? f->pdn : p->pdn);
+    uint32_t variant = le32_to_cpu(fast ? f->key_variant : p->key_variant);
+    QhcaMr *mr;
+    int n, ret;
+
+    if (!LOOKUP(c, pd, pdn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (variant > QHCA_KEY_VARIANT_MASK) {
+        qhca_guest_error(c, "MR: key variant out of range", variant);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->mr, QHCA_MAX_MR, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    mr = g_new0(QhcaMr, 1);
+    mr->pdn = pdn;
+    mr->key = (n << QHCA_KEY_INDEX_SHIFT) | variant;
+    if (fast) {
+        mr->fast_reg = true;
+        mr->max_pages = le32_to_cpu(f->max_pages);
+        if (mr->max_pages == 0 ||
+            mr->max_pages > QHCA_MAX_FAST_REG_PAGES) {
+            qhca_guest_error(c, "ALLOC_MR: bad max_pages", mr->max_pages);
+            g_free(mr);
+            return QHCA_CMD_ERR_PARAM;
+        }
+    } else {
+        uint32_t flags = le32_to_cpu(p->flags);
+
+        mr->access = le32_to_cpu(p->access);
+        mr->iova = le64_to_cpu(p->iova);
+        mr->length = le64_to_cpu(p->length);
+        mr->phys = flags & QHCA_MR_PHYS;
+        if ((mr->access & ~QHCA_ACCESS_MASK) || (flags & ~QHCA_MR_PHYS) ||
+            mr->length == 0 || mr->length > QHCA_MAX_MR_SIZE ||
+            mr->iova + mr->length < mr->iova) {
+            qhca_guest_error(c, "REG_MR: bad access, flags or range",
+                             mr->length);
+            g_free(mr);
+            return QHCA_CMD_ERR_PARAM;
+        }
+        if (!mr->phys) {
+            uint64_t span;
+
+            /* The pages back [iova & ~page_mask, iova + length) */
+            if (p->mem.page_shift < QHCA_PAGE_SHIFT ||
+                p->mem.page_shift > 30) {
+                qhca_guest_error(c, "REG_MR: bad page_shift",
+                                 p->mem.page_shift);
+                g_free(mr);
+                return QHCA_CMD_ERR_PARAM;
+            }
+            span = (mr->iova & ((1ULL << p->mem.page_shift) - 1)) +
+                   mr->length;
+            ret = qhca_pages_load(c, &p->mem, span, false, &mr->pages);
+            if (ret) {
+                g_free(mr);
+                return ret;
+            }
+        }
+        mr->valid = true;
+    }
+    c->pd[pdn]->refs++;
+    c->mr[n] = mr;
+    x->result = mr->key;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_dereg_mr(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t key = le32_to_cpu(x->cmd->obj.handle);
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+
+    /* Fast-register MRs change variant; accept any variant of the index */
+    if (!mr || (!mr->fast_reg && mr->key != key)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    qhca_free_mr(c, key >> QHCA_KEY_INDEX_SHIFT);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_create_cq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_create_cq *p = &x->cmd->create_cq;
+    uint32_t eqn = le32_to_cpu(p->eqn);
+    uint32_t db_page = le32_to_cpu(p->db_page);
+    QhcaCq *cq;
+    int n, ret;
+
+    if (!LOOKUP(c, eq, eqn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (db_page >= QHCA_DB_PAGES) {
+        qhca_guest_error(c, "CREATE_CQ: bad doorbell page", db_page);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->cq, QHCA_MAX_CQ, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    cq = g_new0(QhcaCq, 1);
+    ret = qhca_ring_init(c, &cq->ring, &p->mem, p->log_depth,
+                         ctz32(QHCA_CQE_SIZE));
+    if (ret) {
+        g_free(cq);
+        return ret;
+    }
+    cq->eqn = eqn;
+    cq->db_page = db_page;
+    c->eq[eqn]->refs++;
+    c->cq[n] = cq;
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_destroy_cq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, cq, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (c->cq[n]->refs) {
+        return QHCA_CMD_ERR_BUSY;
+    }
+    qhca_free_cq(c, n);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_create_qp *p = &x->cmd->create_qp;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    uint32_t scqn = le32_to_cpu(p->send_cqn);
+    uint32_t rcqn = le32_to_cpu(p->recv_cqn);
+    uint32_t srqn = le32_to_cpu(p->srqn);
+    uint32_t db_page = le32_to_cpu(p->db_page);
+    uint32_t max_inline = le32_to_cpu(p->max_inline);
+    QhcaSrq *srq = NULL;
+    QhcaQp *qp;
+    int n, ret;
+
+    if (p->type != QHCA_QPT_RC && p->type != QHCA_QPT_UD &&
+        p->type != QHCA_QPT_GSI) {
+        qhca_guest_error(c, "CREATE_QP: bad type", p->type);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (!LOOKUP(c, pd, pdn) || !LOOKUP(c, cq, scqn) || !LOOKUP(c, cq, rcqn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (srqn != QHCA_NO_SRQ) {
+        srq = LOOKUP(c, srq, srqn);
+        if (!srq) {
+            return QHCA_CMD_ERR_HANDLE;
+        }
+        if (srq->pdn != pdn || p->type == QHCA_QPT_GSI) {
+            qhca_guest_error(c, "CREATE_QP: SRQ not usable here", srqn);
+            return QHCA_CMD_ERR_PARAM;
+        }
+    }
+    if (db_page >= QHCA_DB_PAGES ||
+        p->sq_log_stride < QHCA_SEND_WQE_MIN_LOG_STRIDE ||
+        p->sq_log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
+        (!srq && (p->rq_log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE ||
+                  p->rq_log_stride > QHCA_WQE_MAX_LOG_STRIDE)) ||
+        max_inline > QHCA_MAX_INLINE ||
+        max_inline > (1u << p->sq_log_stride) - QHCA_SEND_WQE_HDR_SIZE ||
+        p->sq_log_depth > ctz32(QHCA_MAX_QP_WR) ||
+        (!srq && p->rq_log_depth > ctz32(QHCA_MAX_QP_WR))) {
+        qhca_guest_error(c, "CREATE_QP: bad queue geometry",
+                         p->sq_log_stride);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (p->type == QHCA_QPT_GSI) {
+        if (c->qp[1]) {
+            return QHCA_CMD_ERR_NO_RESOURCES;
+        }
+        n = 1;
+    } else {
+        n = qhca_alloc_slot((void **)c->qp, QHCA_MAX_QP, 2);
+        if (n < 0) {
+            return QHCA_CMD_ERR_NO_RESOURCES;
+        }
+    }
+    qp = g_new0(QhcaQp, 1);
+    ret = qhca_ring_init(c, &qp->sq, &p->sq, p->sq_log_depth,
+                         p->sq_log_stride);
+    if (ret) {
+        g_free(qp);
+        return ret;
+    }
+    if (!srq) {
+        ret = qhca_ring_init(c, &qp->rq, &p->rq, p->rq_log_depth,
+                             p->rq_log_stride);
+        if (ret) {
+            qhca_pages_free(c, &qp->sq.mem);
+            g_free(qp);
+            return ret;
+        }
+    }
+    qp->qpn = n;
+    qp->type = p->type;
+    qp->pdn = pdn;
+    qp->send_cqn = scqn;
+    qp->recv_cqn = rcqn;
+    qp->srqn = srq ? srqn : QHCA_NO_SRQ;
+    qp->db_page = db_page;
+    qp->max_inline = max_inline;
+    qp->sq_sig_all = p->sq_sig_all;
+    qp->attr.qp_state = QHCA_QPS_RESET;
+    c->pd[pdn]->refs++;
+    c->cq[scqn]->refs++;
+    c->cq[rcqn]->refs++;
+    if (srq) {
+        srq->refs++;
+    }
+    qhca_qp_engine_create(c, qp);
+    c->qp[n] = qp;
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+/*
+ * The IBA QP state machine (IBA 10.3.1, 11.2.4.2): for each transition and
+ * QP type, the attributes that must and may be given.
+ */
+typedef struct QhcaQpTrans {
+    bool valid;
+    uint32_t req[3];            /* indexed by qhca_qp_kind() */
+    uint32_t opt[3];
+} QhcaQpTrans;
+
+enum { KIND_RC, KIND_UD, KIND_GSI };
+
+#define A(x) QHCA_QP_ATTR_##x
+
+static const QhcaQpTrans qhca_qp_trans[7][7] = {
+    [QHCA_QPS_RESET] = {
+        [QHCA_QPS_RESET] = { .valid = true },
+        [QHCA_QPS_INIT] = {
+            .valid = true,
+            .req = {
+                [KIND_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [KIND_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+                [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+            },
+        },
+    },
+    [QHCA_QPS_INIT] = {
+        [QHCA_QPS_INIT] = {
+            .valid = true,
+            .opt = {
+                [KIND_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [KIND_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+                [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+            },
+        },
+        [QHCA_QPS_RTR] = {
+            .valid = true,
+            .req = {
+                [KIND_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+                            A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
+            },
+            .opt = {
+                [KIND_RC] = A(ACCESS_FLAGS) | A(PKEY_INDEX),
+                [KIND_UD] = A(PKEY_INDEX) | A(QKEY),
+                [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+            },
+        },
+    },
+    [QHCA_QPS_RTR] = {
+        [QHCA_QPS_RTS] = {
+            .valid = true,
+            .req = {
+                [KIND_RC] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+                            A(SQ_PSN) | A(MAX_QP_RD_ATOMIC),
+                [KIND_UD] = A(SQ_PSN),
+                [KIND_GSI] = A(SQ_PSN),
+            },
+            .opt = {
+                [KIND_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) |
+                            A(MIN_RNR_TIMER),
+                [KIND_UD] = A(CUR_STATE) | A(QKEY),
+                [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+            },
+        },
+    },
+    [QHCA_QPS_RTS] = {
+        [QHCA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [KIND_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) |
+                            A(MIN_RNR_TIMER),
+                [KIND_UD] = A(CUR_STATE) | A(QKEY),
+                [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+            },
+        },
+        [QHCA_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                [KIND_RC] = A(EN_SQD_ASYNC),
+                [KIND_UD] = A(EN_SQD_ASYNC),
+                [KIND_GSI] = A(EN_SQD_ASYNC),
+            },
+        },
+    },
+    [QHCA_QPS_SQD] = {
+        [QHCA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [KIND_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) |
+                            A(MIN_RNR_TIMER),
+                [KIND_UD] = A(CUR_STATE) | A(QKEY),
+                [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+            },
+        },
+        [QHCA_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                [KIND_RC] = A(AV) | A(TIMEOUT) | A(RETRY_CNT) |
+                            A(RNR_RETRY) | A(MAX_QP_RD_ATOMIC) |
+                            A(MAX_DEST_RD_ATOMIC) | A(ACCESS_FLAGS) |
+                            A(PKEY_INDEX) | A(MIN_RNR_TIMER),
+                [KIND_UD] = A(PKEY_INDEX) | A(QKEY),
+                [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+            },
+        },
+    },
+    [QHCA_QPS_SQE] = {
+        [QHCA_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [KIND_UD] = A(CUR_STATE) | A(QKEY),
+                [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+            },
+        },
+    },
+};
+
+static int qhca_qp_kind(const QhcaQp *qp)
+{
+    return qp->type == QHCA_QPT_RC ? KIND_RC :
+           qp->type == QHCA_QPT_UD ? KIND_UD : KIND_GSI;
+}
+
+/* Check the values of the attributes in @mask */
+static bool qhca_qp_attr_ok(QhcaCore *c, uint32_t mask,
+                            const struct qhca_qp_attr *a)
+{
+    if ((mask & A(PATH_MTU)) && (a->path_mtu < 1 || a->path_mtu > 5)) {
+        return false;
+    }
+    if ((mask & A(TIMEOUT)) && a->timeout > 31) {
+        return false;
+    }
+    if ((mask & A(RETRY_CNT)) && a->retry_cnt > 7) {
+        return false;
+    }
+    if ((mask & A(RNR_RETRY)) && a->rnr_retry > 7) {
+        return false;
+    }
+    if ((mask & A(MIN_RNR_TIMER)) && a->min_rnr_timer > 31) {
+        return false;
+    }
+    if ((mask & A(MAX_QP_RD_ATOMIC)) &&
+        a->max_rd_atomic > QHCA_MAX_RD_ATOMIC) {
+        return false;
+    }
+    if ((mask & A(MAX_DEST_RD_ATOMIC)) &&
+        a->max_dest_rd_atomic > QHCA_MAX_RD_ATOMIC) {
+        return false;
+    }
+    if ((mask & A(ACCESS_FLAGS)) &&
+        (le32_to_cpu(a->access_flags) & ~QHCA_ACCESS_MASK)) {
+        return false;
+    }
+    if ((mask & A(DEST_QPN)) && le32_to_cpu(a->dest_qpn) > 0xffffff) {
+        return false;
+    }
+    if ((mask & A(RQ_PSN)) && le32_to_cpu(a->rq_psn) > 0xffffff) {
+        return false;
+    }
+    if ((mask & A(SQ_PSN)) && le32_to_cpu(a->sq_psn) > 0xffffff) {
+        return false;
+    }
+    if ((mask & A(AV)) &&
+        (a->sgid_index >= QHCA_GID_TABLE_LEN ||
+         !c->gid[a->sgid_index].valid ||
+         le32_to_cpu(a->flow_label) > 0xfffff)) {
+        return false;
+    }
+    return true;
+}
+
+static int cmd_modify_qp(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_modify_qp *p = &x->cmd->modify_qp;
+    uint32_t qpn = le32_to_cpu(p->qpn);
+    uint32_t mask = le32_to_cpu(p->attr_mask);
+    const struct qhca_qp_attr *a = &p->attr;
+    QhcaQp *qp = LOOKUP(c, qp, qpn);
+    uint8_t cur, next;
+    uint32_t req, opt;
+    int kind;
+
+    if (!qp) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    kind = qhca_qp_kind(qp);
+    cur = qp->attr.qp_state;
+    if (mask & A(CUR_STATE)) {
+        if (a->cur_qp_state > QHCA_QPS_ERR) {
+            return QHCA_CMD_ERR_PARAM;
+        }
+        if (a->cur_qp_state != cur) {
+            trace_qhca_err_qp_state(qpn, cur, a->cur_qp_state);
+            return QHCA_CMD_ERR_STATE;
+        }
+    }
+    next = (mask & A(STATE)) ? a->qp_state : cur;
+    if (next > QHCA_QPS_ERR) {
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (next == QHCA_QPS_RESET || next == QHCA_QPS_ERR) {
+        /* Allowed from any state; other attributes are ignored (IBA) */
+        req = 0;
+        opt = ~0u;
+        mask &= A(STATE) | A(CUR_STATE);
+    } else {
+        const QhcaQpTrans *t = &qhca_qp_trans[cur][next];
+
+        if (!t->valid) {
+            trace_qhca_err_qp_state(qpn, cur, next);
+            return QHCA_CMD_ERR_STATE;
+        }
+        req = t->req[kind];
+        opt = t->opt[kind];
+    }
+    if ((mask & req) != req ||
+        (mask & ~(req | opt | A(STATE) | A(CUR_STATE)))) {
+        trace_qhca_err_qp_attr(qpn, cur, next, mask);
+        return QHCA_CMD_ERR_STATE;
+    }
+    /*
+     * PORT and PKEY_INDEX carry no value here: the device has one port and
+     * one P_Key (0xffff); the driver checks what the consumer asked for.
+     */
+    if (!qhca_qp_attr_ok(c, mask, a)) {
+        trace_qhca_err_qp_attr(qpn, cur, next, mask);
+        return QHCA_CMD_ERR_PARAM;
+    }
+
+#define SET(bit, field) \
+    do { if (mask & A(bit)) { qp->attr.field = a->field; } } while (0)
+    SET(EN_SQD_ASYNC, en_sqd_async_notify);
+    SET(ACCESS_FLAGS, access_flags);
+    SET(QKEY, qkey);
+    SET(PATH_MTU, path_mtu);
+    SET(TIMEOUT, timeout);
+    SET(RETRY_CNT, retry_cnt);
+    SET(RNR_RETRY, rnr_retry);
+    SET(RQ_PSN, rq_psn);
+    SET(MAX_QP_RD_ATOMIC, max_rd_atomic);
+    SET(MIN_RNR_TIMER, min_rnr_timer);
+    SET(SQ_PSN, sq_psn);
+    SET(MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+    SET(DEST_QPN, dest_qpn);
+#undef SET
+    if (mask & A(AV)) {
+        qp->attr.sgid_index = a->sgid_index;
+        qp->attr.hop_limit = a->hop_limit;
+        qp->attr.traffic_class = a->traffic_class;
+        qp->attr.flow_label = a->flow_label;
+        memcpy(qp->attr.dgid, a->dgid, 16);
+        memcpy(qp->attr.dmac, a->dmac, 6);
+    }
+    qp->attr_set |= mask;
+    qp->attr.qp_state = next;
+    trace_qhca_qp_modify(qpn, cur, next, mask);
+    qhca_qp_engine_modified(c, qp, cur, next, mask);
+    return QHCA_CMD_OK;
+}
+
+#undef A
+
+static int cmd_query_qp(QhcaCore *c, QhcaCmdCtx *x)
+{
+    static struct qhca_qp_attr a;
+    QhcaQp *qp = LOOKUP(c, qp, le32_to_cpu(x->cmd->obj.handle));
+
+    if (!qp) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    a = qp->attr;
+    a.cur_qp_state = a.qp_state;
+    a.sq_draining = qhca_qp_engine_sq_draining(c, qp);
+    x->resp = &a;
+    x->resp_size = sizeof(a);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_destroy_qp(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, qp, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    qhca_free_qp(c, n);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_create_srq *p = &x->cmd->create_srq;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    uint32_t db_page = le32_to_cpu(p->db_page);
+    uint32_t limit = le32_to_cpu(p->limit);
+    QhcaSrq *srq;
+    int n, ret;
+
+    if (!LOOKUP(c, pd, pdn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (db_page >= QHCA_DB_PAGES ||
+        p->log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE ||
+        p->log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
+        p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
+        limit >= (1u << p->log_depth)) {
+        qhca_guest_error(c, "CREATE_SRQ: bad geometry or limit", limit);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->srq, QHCA_MAX_SRQ, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    srq = g_new0(QhcaSrq, 1);
+    ret = qhca_ring_init(c, &srq->ring, &p->mem, p->log_depth, p->log_stride);
+    if (ret) {
+        g_free(srq);
+        return ret;
+    }
+    srq->pdn = pdn;
+    srq->db_page = db_page;
+    srq->limit = limit;
+    c->pd[pdn]->refs++;
+    c->srq[n] = srq;
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_modify_srq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->modify_srq.srqn);
+    uint32_t limit = le32_to_cpu(x->cmd->modify_srq.limit);
+    QhcaSrq *srq = LOOKUP(c, srq, n);
+
+    if (!srq) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (limit >= (1u << srq->ring.log_depth)) {
+        return QHCA_CMD_ERR_PARAM;
+    }
+    srq->limit = limit;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_query_srq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    static struct qhca_srq_attr a;
+    QhcaSrq *srq = LOOKUP(c, srq, le32_to_cpu(x->cmd->obj.handle));
+
+    if (!srq) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    memset(&a, 0, sizeof(a));
+    a.depth = cpu_to_le32(1u << srq->ring.log_depth);
+    a.limit = cpu_to_le32(srq->limit);
+    a.max_sge = cpu_to_le32(MIN(QHCA_MAX_SGE,
+                                ((1u << srq->ring.log_stride) -
+                                 QHCA_RECV_WQE_HDR_SIZE) /
+                                sizeof(struct qhca_sge)));
+    x->resp = &a;
+    x->resp_size = sizeof(a);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_destroy_srq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, srq, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (c->srq[n]->refs) {
+        return QHCA_CMD_ERR_BUSY;
+    }
+    qhca_free_srq(c, n);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_create_ah *p = &x->cmd->create_ah;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    uint32_t flow_label = le32_to_cpu(p->flow_label);
+    QhcaAh *ah;
+    int n;
+
+    if (!LOOKUP(c, pd, pdn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (p->sgid_index >= QHCA_GID_TABLE_LEN || flow_label > 0xfffff) {
+        qhca_guest_error(c, "CREATE_AH: bad sgid_index or flow label",
+                         p->sgid_index);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->ah, QHCA_MAX_AH, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    ah = g_new0(QhcaAh, 1);
+    ah->pdn = pdn;
+    ah->sgid_index = p->sgid_index;
+    ah->hop_limit = p->hop_limit;
+    ah->traffic_class = p->traffic_class;
+    ah->flow_label = flow_label;
+    memcpy(ah->dmac, p->dmac, 6);
+    memcpy(ah->dgid, p->dgid, 16);
+    c->pd[pdn]->refs++;
+    c->ah[n] = ah;
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
+static int cmd_destroy_ah(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
+
+    if (!LOOKUP(c, ah, n)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    qhca_free_ah(c, n);
+    return QHCA_CMD_OK;
+}
+
+static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint16_t op = le16_to_cpu(x->cmd->hdr.opcode);
+
+    if (le16_to_cpu(x->cmd->hdr.flags)) {
+        qhca_guest_error(c, "command: reserved flags set", op);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    switch (op) {
+    case QHCA_CMD_QUERY_DEVICE:
+        return cmd_query_device(c, x);
+    case QHCA_CMD_QUERY_PORT:
+        return cmd_query_port(c, x);
+    case QHCA_CMD_ADD_GID:
+        return cmd_gid(c, x, true);
+    case QHCA_CMD_DEL_GID:
+        return cmd_gid(c, x, false);
+    case QHCA_CMD_CREATE_EQ:
+        return cmd_create_eq(c, x);
+    case QHCA_CMD_DESTROY_EQ:
+        return cmd_destroy_eq(c, x);
+    case QHCA_CMD_ALLOC_PD:
+        return cmd_alloc_pd(c, x);
+    case QHCA_CMD_DEALLOC_PD:
+        return cmd_dealloc_pd(c, x);
+    case QHCA_CMD_REG_MR:
+        return cmd_reg_mr(c, x, false);
+    case QHCA_CMD_DEREG_MR:
+        return cmd_dereg_mr(c, x);
+    case QHCA_CMD_ALLOC_MR:
+        return cmd_reg_mr(c, x, true);
+    case QHCA_CMD_CREATE_CQ:
+        return cmd_create_cq(c, x);
+    case QHCA_CMD_DESTROY_CQ:
+        return cmd_destroy_cq(c, x);
+    case QHCA_CMD_CREATE_QP:
+        return cmd_create_qp(c, x);
+    case QHCA_CMD_MODIFY_QP:
+        return cmd_modify_qp(c, x);
+    case QHCA_CMD_QUERY_QP:
+        return cmd_query_qp(c, x);
+    case QHCA_CMD_DESTROY_QP:
+        return cmd_destroy_qp(c, x);
+    case QHCA_CMD_CREATE_SRQ:
+        return cmd_create_srq(c, x);
+    case QHCA_CMD_MODIFY_SRQ:
+        return cmd_modify_srq(c, x);
+    case QHCA_CMD_QUERY_SRQ:
+        return cmd_query_srq(c, x);
+    case QHCA_CMD_DESTROY_SRQ:
+        return cmd_destroy_srq(c, x);
+    case QHCA_CMD_CREATE_AH:
+        return cmd_create_ah(c, x);
+    case QHCA_CMD_DESTROY_AH:
+        return cmd_destroy_ah(c, x);
+    default:
+        qhca_guest_error(c, "command: unknown opcode", op);
+        return QHCA_CMD_ERR_OPCODE;
+    }
+}
+
+static void qhca_fatal(QhcaCore *c, uint32_t code)
+{
+    c->status |= QHCA_STATUS_FATAL;
+    c->fatal_code = code;
+    trace_qhca_err_fatal(code);
+    qemu_log_mask(LOG_GUEST_ERROR, "qhca: fatal error %u\n", code);
+}
+
+/* Execute queued commands while there is room for their completions */
+static void qhca_cmdq_run(QhcaCore *c)
+{
+    uint32_t depth = 1u << c->cmdq_log_depth;
+    uint32_t cdepth = 1u << c->cmdcq_log_depth;
+
+    while (c->cmdq_ci != c->cmdq_pi &&
+           !(c->status & QHCA_STATUS_FATAL) &&
+           (uint16_t)(c->cmdcq_pi - c->cmdcq_ci) < cdepth) {
+        struct qhca_cmd cmd;
+        struct qhca_cmd_comp comp = { 0 };
+        QhcaCmdCtx x = { .cmd = &cmd };
+        uint64_t addr = c->cmdq_base +
+                        (uint64_t)(c->cmdq_ci & (depth - 1)) * QHCA_CMD_SIZE;
+        int status;
+
+        if (!dma_read(c, addr, &cmd, sizeof(cmd))) {
+            qhca_fatal(c, QHCA_FATAL_CMDQ_DMA);
+            return;
+        }
+        status = qhca_exec(c, &x);
+        trace_qhca_cmd(le16_to_cpu(cmd.hdr.opcode), le32_to_cpu(cmd.hdr.cookie),
+                       status, x.result);
+        if (status == QHCA_CMD_OK && x.resp) {
+            uint64_t raddr = le64_to_cpu(cmd.hdr.resp_addr);
+            uint32_t rlen = MIN(le32_to_cpu(cmd.hdr.resp_len), x.resp_size);
+
+            if ((raddr & (QHCA_PAGE_SIZE - 1)) + rlen > QHCA_PAGE_SIZE) {
+                qhca_guest_error(c, "command: response crosses a page", raddr);
+                status = QHCA_CMD_ERR_PARAM;
+            } else if (rlen && !dma_write(c, raddr, x.resp, rlen)) {
+                status = QHCA_CMD_ERR_DMA;
+            }
+        }
+        comp.cookie = cmd.hdr.cookie;
+        comp.status = cpu_to_le16(status);
+        comp.opcode = le16_to_cpu(cmd.hdr.opcode) & 0xff;
+        comp.result = cpu_to_le32(x.result);
+        comp.owner = ((c->cmdcq_pi >> c->cmdcq_log_depth) & 1) ?
+                     0 : QHCA_OWNER_BIT;
+        addr = c->cmdcq_base +
+               (uint64_t)(c->cmdcq_pi & (cdepth - 1)) * QHCA_CMD_COMP_SIZE;
+        if (!dma_write(c, addr, &comp, sizeof(comp))) {
+            qhca_fatal(c, QHCA_FATAL_CMDCQ_DMA);
+            return;
+        }
+        c->cmdq_ci++;
+        c->cmdcq_pi++;
+        if (c->cmdcq_armed) {
+            c->cmdcq_armed = false;
+            trace_qhca_irq(QHCA_MSIX_VEC_ASYNC);
+            c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+        }
+    }
+}
+
+void qhca_core_run(QhcaCore *c)
+{
+    if (!(c->status & QHCA_STATUS_READY)) {
+        return;
+    }
+    qhca_cmdq_run(c);
+    qhca_qp_engine_run(c);
+}
+
+void qhca_core_timer(QhcaCore *c)
+{
+    if (c->status & QHCA_STATUS_READY) {
+        qhca_qp_engine_timer(c);
+    }
+}
+
+void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    c->stat_rx_frames++;
+    if (!(c->status & QHCA_STATUS_READY)) {
+        c->stat_rx_dropped++;
+        return;
+    }
+    qhca_qp_engine_receive(c, frame, len);
+}
+
+void qhca_core_link_changed(QhcaCore *c)
+{
+    bool up = c->ops->link_up(c->opaque);
+
+    if (up != c->link_was_up) {
+        c->link_was_up = up;
+        qhca_post_async(c, up ? QHCA_EQE_PORT_ACTIVE : QHCA_EQE_PORT_ERR, 1);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Registers and doorbells
+ */
+
+static bool qhca_queue_regs_ok(QhcaCore *c)
+{
+    return c->cmdq_base && !(c->cmdq_base & (QHCA_PAGE_SIZE - 1)) &&
+           c->cmdq_log_depth >= 1 &&
+           c->cmdq_log_depth <= QHCA_CMDQ_MAX_LOG_DEPTH &&
+           c->cmdcq_base && !(c->cmdcq_base & (QHCA_PAGE_SIZE - 1)) &&
+           c->cmdcq_log_depth >= 1 &&
+           c->cmdcq_log_depth <= QHCA_CMDCQ_MAX_LOG_DEPTH &&
+           c->aeq_base && !(c->aeq_base & (QHCA_PAGE_SIZE - 1)) &&
+           c->aeq_log_depth >= 1 &&
+           c->aeq_log_depth <= QHCA_AEQ_MAX_LOG_DEPTH;
+}
+
+void qhca_core_reset(QhcaCore *c)
+{
+    qhca_free_all(c);
+    c->ctrl = 0;
+    c->status = 0;
+    c->fatal_code = QHCA_FATAL_NONE;
+    c->cmdq_base = 0;
+    c->cmdq_log_depth = 0;
+    c->cmdcq_base = 0;
+    c->cmdcq_log_depth = 0;
+    c->aeq_base = 0;
+    c->aeq_log_depth = 0;
+    c->cmdq_pi = c->cmdq_ci = 0;
+    c->cmdcq_pi = c->cmdcq_ci = 0;
+    c->cmdcq_armed = false;
+    c->aeq_pi = c->aeq_ci = 0;
+    c->aeq_armed = false;
+    c->ops->timer_mod(c->opaque, -1);
+    trace_qhca_reset();
+}
+
+void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
+                    const uint8_t *mac)
+{
+    memset(c, 0, sizeof(*c));
+    c->ops = ops;
+    c->opaque = opaque;
+    memcpy(c->mac, mac, 6);
+}
+
+void qhca_core_cleanup(QhcaCore *c)
+{
+    qhca_free_all(c);
+}
+
+static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
+{
+    if (val & QHCA_CTRL_RESET) {
+        qhca_core_reset(c);
+        return;
+    }
+    if (val & ~QHCA_CTRL_ENABLE) {
+        qhca_guest_error(c, "CTRL: reserved bits set", val);
+    }
+    if ((val & QHCA_CTRL_ENABLE) && !(c->ctrl & QHCA_CTRL_ENABLE)) {
+        c->ctrl = QHCA_CTRL_ENABLE;
+        if (!qhca_queue_regs_ok(c)) {
+            qhca_guest_error(c, "CTRL.ENABLE with bad queue registers",
+                             c->cmdq_base);
+            qhca_fatal(c, QHCA_FATAL_BAD_CONFIG);
+            return;
+        }
+        c->status |= QHCA_STATUS_READY;
+        c->link_was_up = c->ops->link_up(c->opaque);
+    } else if (!(val & QHCA_CTRL_ENABLE) && (c->ctrl & QHCA_CTRL_ENABLE)) {
+        /* Disabling stops the device; only a reset frees objects */
+        c->ctrl = 0;
+        c->status &= ~QHCA_STATUS_READY;
+    }
+}
+
+uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
+{
+    switch (addr) {
+    case QHCA_REG_VERSION:
+        return QHCA_VERSION;
+    case QHCA_REG_CAPS:
+        return QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ | QHCA_CAP_ATOMIC |
+               QHCA_CAP_FRMR;
+    case QHCA_REG_STATUS:
+        return c->status;
+    case QHCA_REG_CTRL:
+        return c->ctrl;
+    case QHCA_REG_MAC_LO:
+        return ldl_le_p(c->mac);
+    case QHCA_REG_MAC_HI:
+        return lduw_le_p(c->mac + 4);
+    case QHCA_REG_NUM_VECTORS:
+        return QHCA_MSIX_VECTORS;
+    case QHCA_REG_NUM_DB_PAGES:
+        return QHCA_DB_PAGES;
+    case QHCA_REG_LINK:
+        return c->ops->link_up(c->opaque) ? QHCA_LINK_UP : 0;
+    case QHCA_REG_FATAL_CODE:
+        return c->fatal_code;
+    case QHCA_REG_CMDQ_BASE_LO:
+        return (uint32_t)c->cmdq_base;
+    case QHCA_REG_CMDQ_BASE_HI:
+        return c->cmdq_base >> 32;
+    case QHCA_REG_CMDQ_LOG_DEPTH:
+        return c->cmdq_log_depth;
+    case QHCA_REG_CMDCQ_BASE_LO:
+        return (uint32_t)c->cmdcq_base;
+    case QHCA_REG_CMDCQ_BASE_HI:
+        return c->cmdcq_base >> 32;
+    case QHCA_REG_CMDCQ_LOG_DEPTH:
+        return c->cmdcq_log_depth;
+    case QHCA_REG_AEQ_BASE_LO:
+        return (uint32_t)c->aeq_base;
+    case QHCA_REG_AEQ_BASE_HI:
+        return c->aeq_base >> 32;
+    case QHCA_REG_AEQ_LOG_DEPTH:
+        return c->aeq_log_depth;
+    case QHCA_REG_STAT_TX_FRAMES:
+        return c->stat_tx_frames;
+    case QHCA_REG_STAT_RX_FRAMES:
+        return c->stat_rx_frames;
+    case QHCA_REG_STAT_RX_DROPPED:
+        return c->stat_rx_dropped;
+    case QHCA_REG_STAT_RX_BAD_ICRC:
+        return c->stat_rx_bad_icrc;
+    case QHCA_REG_STAT_RETRANSMITS:
+        return c->stat_retransmits;
+    case QHCA_REG_STAT_GUEST_ERRORS:
+        return c->stat_guest_errors;
+    default:
+        qhca_guest_error(c, "read of undefined register", addr);
+        return 0;
+    }
+}
+
+static void set_lo(uint64_t *reg, uint32_t val)
+{
+    *reg = (*reg & ~0xffffffffULL) | val;
+}
+
+static void set_hi(uint64_t *reg, uint32_t val)
+{
+    *reg = (*reg & 0xffffffffULL) | ((uint64_t)val << 32);
+}
+
+void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
+{
+    if (addr == QHCA_REG_CTRL) {
+        qhca_ctrl_write(c, val);
+        return;
+    }
+    if (addr < QHCA_REG_CMDQ_BASE_LO || addr > QHCA_REG_AEQ_LOG_DEPTH) {
+        qhca_guest_error(c, "write to read-only or undefined register", addr);
+        return;
+    }
+    if (c->ctrl & QHCA_CTRL_ENABLE) {
+        qhca_guest_error(c, "queue register written while enabled", addr);
+        return;
+    }
+    switch (addr) {
+    case QHCA_REG_CMDQ_BASE_LO:
+        set_lo(&c->cmdq_base, val);
+        break;
+    case QHCA_REG_CMDQ_BASE_HI:
+        set_hi(&c->cmdq_base, val);
+        break;
+    case QHCA_REG_CMDQ_LOG_DEPTH:
+        c->cmdq_log_depth = val;
+        break;
+    case QHCA_REG_CMDCQ_BASE_LO:
+        set_lo(&c->cmdcq_base, val);
+        break;
+    case QHCA_REG_CMDCQ_BASE_HI:
+        set_hi(&c->cmdcq_base, val);
+        break;
+    case QHCA_REG_CMDCQ_LOG_DEPTH:
+        c->cmdcq_log_depth = val;
+        break;
+    case QHCA_REG_AEQ_BASE_LO:
+        set_lo(&c->aeq_base, val);
+        break;
+    case QHCA_REG_AEQ_BASE_HI:
+        set_hi(&c->aeq_base, val);
+        break;
+    case QHCA_REG_AEQ_LOG_DEPTH:
+        c->aeq_log_depth = val;
+        break;
+    default:
+        qhca_guest_error(c, "write to read-only or undefined register", addr);
+        break;
+    }
+}
+
+static void qhca_db_cq(QhcaCore *c, uint32_t page, uint32_t off,
+                       uint32_t val)
+{
+    uint32_t cqn = val & QHCA_DB_NUM_MASK;
+    uint16_t ci = val >> QHCA_DB_IDX_SHIFT;
+    QhcaCq *cq = LOOKUP(c, cq, cqn);
+
+    if (!cq || cq->db_page != page) {
+        qhca_guest_error(c, "CQ doorbell: no such CQ on this page", val);
+        return;
+    }
+    if (!qhca_ci_valid(cq->ring.pi, cq->ring.ci, ci)) {
+        qhca_guest_error(c, "CQ doorbell: consumer index beyond producer",
+                         val);
+        return;
+    }
+    cq->ring.ci = ci;
+    if (off == QHCA_DB_CQ_CI) {
+        return;
+    }
+    cq->arm = off == QHCA_DB_CQ_ARM ? QHCA_CQ_ARM_NEXT :
+                                      QHCA_CQ_ARM_SOLICITED;
+    /* Unconsumed completions are reported at once: no lost wake-ups */
+    if (cq->ring.pi != ci && cq->arm == QHCA_CQ_ARM_NEXT) {
+        qhca_cq_event(c, cqn, cq);
+    }
+}
+
+static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
+{
+    switch (off) {
+    case QHCA_DB_EQ: {
+        uint32_t eqn = val & QHCA_DB_EQ_NUM_MASK;
+        uint16_t ci = val >> QHCA_DB_IDX_SHIFT;
+        QhcaEq *eq = LOOKUP(c, eq, eqn);
+
+        if (!eq || !qhca_ci_valid(eq->ring.pi, eq->ring.ci, ci)) {
+            qhca_guest_error(c, "EQ doorbell: bad EQ or index", val);
+            return;
+        }
+        eq->ring.ci = ci;
+        if (val & QHCA_DB_EQ_ARM) {
+            eq->armed = true;
+            if (eq->ring.pi != ci) {
+                eq->armed = false;
+                trace_qhca_irq(eq->vector);
+                c->ops->irq(c->opaque, eq->vector);
+            }
+        }
+        return;
+    }
+    case QHCA_DB_CMDQ: {
+        uint16_t pi = val & 0xffff;
+
+        if ((uint16_t)(pi - c->cmdq_ci) > (1u << c->cmdq_log_depth)) {
+            qhca_guest_error(c, "CMDQ doorbell: more commands than entries",
+                             val);
+            return;
+        }
+        c->cmdq_pi = pi;
+        c->ops->schedule(c->opaque);
+        return;
+    }
+    case QHCA_DB_CMDCQ: {
+        uint16_t ci = val & QHCA_DB_CMDCQ_CI_MASK;
+
+        if (!qhca_ci_valid(c->cmdcq_pi, c->cmdcq_ci, ci)) {
+            qhca_guest_error(c, "CMDCQ doorbell: index beyond producer", val);
+            return;
+        }
+        c->cmdcq_ci = ci;
+        if (val & QHCA_DB_CMDCQ_ARM) {
+            c->cmdcq_armed = true;
+            if (c->cmdcq_pi != ci) {
+                c->cmdcq_armed = false;
+                c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+            }
+        }
+        /* Room for completions again: continue with queued commands */
+        c->ops->schedule(c->opaque);
+        return;
+    }
+    case QHCA_DB_AEQ: {
+        uint16_t ci = val & QHCA_DB_AEQ_CI_MASK;
+
+        if (!qhca_ci_valid(c->aeq_pi, c->aeq_ci, ci)) {
+            qhca_guest_error(c, "AEQ doorbell: index beyond producer", val);
+            return;
+        }
+        c->aeq_ci = ci;
+        if (val & QHCA_DB_AEQ_ARM) {
+            c->aeq_armed = true;
+            if (c->aeq_pi != ci) {
+                c->aeq_armed = false;
+                c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+            }
+        }
+        return;
+    }
+    }
+    qhca_guest_error(c, "write to undefined doorbell", off);
+}
+
+void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
+                        uint32_t val)
+{
+    trace_qhca_doorbell(page, off, val);
+    if (!(c->status & QHCA_STATUS_READY)) {
+        qhca_guest_error(c, "doorbell while the device is not ready", off);
+        return;
+    }
+    switch (off) {
+    case QHCA_DB_SQ:
+    case QHCA_DB_RQ: {
+        uint32_t qpn = val & QHCA_DB_NUM_MASK;
+        QhcaQp *qp = LOOKUP(c, qp, qpn);
+
+        if (!qp || qp->db_page != page) {
+            qhca_guest_error(c, "QP doorbell: no such QP on this page", val);
+            return;
+        }
+        qhca_qp_engine_doorbell(c, qp, off == QHCA_DB_SQ,
+                                val >> QHCA_DB_IDX_SHIFT);
+        return;
+    }
+    case QHCA_DB_SRQ: {
+        uint32_t srqn = val & QHCA_DB_NUM_MASK;
+        QhcaSrq *srq = LOOKUP(c, srq, srqn);
+        uint16_t pi = val >> QHCA_DB_IDX_SHIFT;
+
+        if (!srq || srq->db_page != page) {
+            qhca_guest_error(c, "SRQ doorbell: no such SRQ on this page", val);
+            return;
+        }
+        if ((uint16_t)(pi - srq->ring.ci) > (1u << srq->ring.log_depth)) {
+            qhca_guest_error(c, "SRQ doorbell: more WQEs than entries", val);
+            return;
+        }
+        srq->ring.pi = pi;
+        c->ops->schedule(c->opaque);
+        return;
+    }
+    case QHCA_DB_CQ_CI:
+    case QHCA_DB_CQ_ARM:
+    case QHCA_DB_CQ_ARM_SOLICITED:
+        qhca_db_cq(c, page, off, val);
+        return;
+    }
+    if (page != QHCA_KERNEL_DB_PAGE) {
+        qhca_guest_error(c, "user doorbell page: undefined offset", off);
+        return;
+    }
+    qhca_db_kernel(c, off, val);
+}

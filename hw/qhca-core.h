@@ -1,0 +1,218 @@
+/*
+ * qhca device logic: registers, command queue, objects, event and
+ * completion queues.  Independent of QOM/PCI/netdev: the glue in qhca.c
+ * hands it a QhcaCoreOps with DMA, interrupt, transmit and timer callbacks,
+ * so this code can also run in host unit tests.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_QHCA_CORE_H
+#define HW_QHCA_CORE_H
+
+#include "hw/qhca/qhca_hw.h"
+
+/* Device limits (reported by QUERY_DEVICE) */
+#define QHCA_MAX_PD             1024
+#define QHCA_MAX_MR             4096    /* key index 1..4095 */
+#define QHCA_MAX_CQ             1024
+#define QHCA_MAX_QP             1024    /* qpn 1 (GSI) .. 1023 */
+#define QHCA_MAX_SRQ            256
+#define QHCA_MAX_AH             4096
+#define QHCA_MAX_QUEUE_LOG      15      /* 32768 entries */
+#define QHCA_MAX_QP_WR          4096
+#define QHCA_MAX_CQE            32768
+#define QHCA_MAX_RD_ATOMIC      16
+#define QHCA_MAX_FAST_REG_PAGES 512
+#define QHCA_MAX_MR_SIZE        (1ULL << 32)
+/* Page addresses the device keeps for all objects together (8 MiB) */
+#define QHCA_PAGE_BUDGET        (1u << 20)
+
+typedef struct QhcaCore QhcaCore;
+
+typedef struct QhcaCoreOps {
+    /* Return false if the access failed (no memory there, bus master off) */
+    bool (*dma_read)(void *opaque, uint64_t addr, void *buf, uint64_t len);
+    bool (*dma_write)(void *opaque, uint64_t addr, const void *buf,
+                      uint64_t len);
+    void (*irq)(void *opaque, unsigned vector);
+    void (*tx)(void *opaque, const uint8_t *frame, size_t len);
+    bool (*link_up)(void *opaque);
+    /* Ask for qhca_core_run() to be called soon (a bottom half) */
+    void (*schedule)(void *opaque);
+    int64_t (*now_ns)(void *opaque);
+    /* Call qhca_core_timer() at deadline_ns; -1 cancels */
+    void (*timer_mod)(void *opaque, int64_t deadline_ns);
+} QhcaCoreOps;
+
+/* Memory described by a page list, copied from the guest at creation */
+typedef struct QhcaPages {
+    uint64_t *addr;
+    uint32_t count;
+    uint8_t shift;
+} QhcaPages;
+
+/* A ring in guest memory */
+typedef struct QhcaRing {
+    QhcaPages mem;
+    uint32_t log_depth;
+    uint32_t log_stride;
+    uint16_t pi;
+    uint16_t ci;
+} QhcaRing;
+
+typedef struct QhcaPd {
+    uint32_t refs;
+} QhcaPd;
+
+typedef struct QhcaMr {
+    uint32_t pdn;
+    uint32_t key;               /* index << 8 | variant */
+    uint32_t access;
+    bool valid;                 /* fast-register MRs start invalid */
+    bool phys;
+    bool fast_reg;
+    uint32_t max_pages;         /* fast_reg */
+    uint64_t iova;
+    uint64_t length;
+    QhcaPages pages;
+} QhcaMr;
+
+typedef struct QhcaEq {
+    QhcaRing ring;
+    uint32_t vector;
+    uint32_t refs;
+    bool armed;
+} QhcaEq;
+
+enum qhca_cq_arm {
+    QHCA_CQ_DISARMED,
+    QHCA_CQ_ARM_NEXT,
+    QHCA_CQ_ARM_SOLICITED,
+};
+
+typedef struct QhcaCq {
+    QhcaRing ring;
+    uint32_t eqn;
+    uint32_t db_page;
+    uint32_t refs;
+    enum qhca_cq_arm arm;
+    bool error;
+} QhcaCq;
+
+typedef struct QhcaSrq {
+    QhcaRing ring;
+    uint32_t pdn;
+    uint32_t db_page;
+    uint32_t limit;
+    uint32_t refs;
+} QhcaSrq;
+
+typedef struct QhcaAh {
+    uint32_t pdn;
+    uint8_t sgid_index;
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t flow_label;
+    uint8_t dmac[6];
+    uint8_t dgid[16];
+} QhcaAh;
+
+struct QhcaQpEngine;
+
+typedef struct QhcaQp {
+    uint32_t qpn;
+    uint8_t type;
+    uint32_t pdn;
+    uint32_t send_cqn;
+    uint32_t recv_cqn;
+    uint32_t srqn;
+    uint32_t db_page;
+    uint32_t max_inline;
+    bool sq_sig_all;
+    QhcaRing sq;
+    QhcaRing rq;
+    struct qhca_qp_attr attr;   /* current attributes, host-endian fields */
+    uint32_t attr_set;          /* QHCA_QP_ATTR_* ever set */
+    struct QhcaQpEngine *eng;   /* transport state (qhca-qp.c) */
+} QhcaQp;
+
+typedef struct QhcaGid {
+    bool valid;
+    uint8_t gid[16];
+} QhcaGid;
+
+struct QhcaCore {
+    const QhcaCoreOps *ops;
+    void *opaque;
+    uint8_t mac[6];
+
+    /* registers */
+    uint32_t ctrl;
+    uint32_t status;
+    uint32_t fatal_code;
+    uint64_t cmdq_base;
+    uint32_t cmdq_log_depth;
+    uint64_t cmdcq_base;
+    uint32_t cmdcq_log_depth;
+    uint64_t aeq_base;
+    uint32_t aeq_log_depth;
+
+    /* command queue and its completion ring */
+    uint16_t cmdq_pi;           /* last doorbell value */
+    uint16_t cmdq_ci;           /* next command to execute */
+    uint16_t cmdcq_pi;
+    uint16_t cmdcq_ci;
+    bool cmdcq_armed;
+    /* async event queue */
+    uint16_t aeq_pi;
+    uint16_t aeq_ci;
+    bool aeq_armed;
+
+    QhcaGid gid[QHCA_GID_TABLE_LEN];
+    QhcaEq *eq[QHCA_MAX_EQS];
+    QhcaPd *pd[QHCA_MAX_PD];
+    QhcaMr *mr[QHCA_MAX_MR];
+    QhcaCq *cq[QHCA_MAX_CQ];
+    QhcaQp *qp[QHCA_MAX_QP];
+    QhcaSrq *srq[QHCA_MAX_SRQ];
+    QhcaAh *ah[QHCA_MAX_AH];
+    uint32_t pages_used;        /* against QHCA_PAGE_BUDGET */
+    bool link_was_up;
+
+    /* statistics registers */
+    uint32_t stat_tx_frames;
+    uint32_t stat_rx_frames;
+    uint32_t stat_rx_dropped;
+    uint32_t stat_rx_bad_icrc;
+    uint32_t stat_retransmits;
+    uint32_t stat_guest_errors;
+};
+
+void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
+                    const uint8_t *mac);
+void qhca_core_reset(QhcaCore *c);
+void qhca_core_cleanup(QhcaCore *c);
+uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr);
+void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val);
+void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
+                        uint32_t val);
+void qhca_core_run(QhcaCore *c);
+void qhca_core_timer(QhcaCore *c);
+void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
+void qhca_core_link_changed(QhcaCore *c);
+
+/* Used by the QP engine */
+void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val);
+bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr);
+bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe);
+void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);
+QhcaQp *qhca_core_qp(QhcaCore *c, uint32_t qpn);
+QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
+                      uint32_t access, uint64_t addr, uint64_t len);
+bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
+                uint64_t len, bool write);
+
+#endif

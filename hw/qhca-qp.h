@@ -1,0 +1,26 @@
+/*
+ * qhca QP engine: the transport (requester, responder, completer) behind
+ * the QPs that qhca-core.c creates.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_QHCA_QP_H
+#define HW_QHCA_QP_H
+
+#include "qhca-core.h"
+
+void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
+                             uint8_t to, uint32_t mask);
+bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi);
+void qhca_qp_engine_run(QhcaCore *c);
+void qhca_qp_engine_timer(QhcaCore *c);
+void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len);
+void qhca_srq_check_limit(QhcaCore *c, uint32_t srqn, QhcaSrq *srq);
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * qhca: RoCEv2 wire format (Ethernet II / IPv4 / UDP 4791 / BTH / ICRC).
+ *
+ * Plain C with no QEMU dependency beyond "qemu/osdep.h" (standard headers),
+ * so that it can be unit-tested on the host (tests/unit/).
+ *
+ * All multi-byte fields in QhcaRoceHdr are host-order numbers; on the wire
+ * they are big-endian, except the ICRC, which is stored little-endian (as
+ * Linux's Soft-RoCE and ConnectX NICs put it on the wire).
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_QHCA_ROCE_H
+#define HW_QHCA_ROCE_H
+
+/* Header lengths in bytes */
+#define QHCA_ROCE_ETH_HLEN              14
+#define QHCA_ROCE_IPV4_HLEN             20
+#define QHCA_ROCE_UDP_HLEN              8
+#define QHCA_ROCE_BTH_LEN               12
+#define QHCA_ROCE_RETH_LEN              16
+#define QHCA_ROCE_AETH_LEN              4
+#define QHCA_ROCE_ATOMIC_ETH_LEN        28
+#define QHCA_ROCE_ATOMIC_ACK_ETH_LEN    8
+#define QHCA_ROCE_IMMDT_LEN             4
+#define QHCA_ROCE_IETH_LEN              4
+#define QHCA_ROCE_DETH_LEN              8
+#define QHCA_ROCE_ICRC_LEN              4
+
+/* Fixed offsets of the headers in a frame (no VLAN, no IPv4 options) */
+#define QHCA_ROCE_IP_OFFSET     QHCA_ROCE_ETH_HLEN
+#define QHCA_ROCE_UDP_OFFSET    (QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV4_HLEN)
+#define QHCA_ROCE_BTH_OFFSET    (QHCA_ROCE_UDP_OFFSET + QHCA_ROCE_UDP_HLEN)
+
+/* Longest run of extension headers of any opcode (AtomicETH) */
+#define QHCA_ROCE_EXT_MAX_LEN   28
+/* Longest header part of a frame: Ethernet..BTH and extension headers */
+#define QHCA_ROCE_HDR_MAX_LEN   (QHCA_ROCE_BTH_OFFSET + QHCA_ROCE_BTH_LEN + \
+                                 QHCA_ROCE_EXT_MAX_LEN)
+/* Smallest well-formed frame: Ethernet..BTH, ICRC */
+#define QHCA_ROCE_MIN_FRAME_LEN (QHCA_ROCE_BTH_OFFSET + QHCA_ROCE_BTH_LEN + \
+                                 QHCA_ROCE_ICRC_LEN)
+/* Largest IPv4 total length, hence largest frame */
+#define QHCA_ROCE_IP_MAX_LEN    65535
+#define QHCA_ROCE_MAX_FRAME_LEN (QHCA_ROCE_ETH_HLEN + QHCA_ROCE_IP_MAX_LEN)
+
+#define QHCA_ROCE_ETHERTYPE_IPV4    0x0800
+#define QHCA_ROCE_IPPROTO_UDP       17
+#define QHCA_ROCE_UDP_DPORT         4791
+/* UDP source ports are 0xC000 | 14 bits of a flow hash (as Soft-RoCE) */
+#define QHCA_ROCE_UDP_SPORT_BASE    0xc000
+#define QHCA_ROCE_UDP_SPORT_MASK    0x3fff
+
+#define QHCA_ROCE_DEFAULT_PKEY      0xffff
+#define QHCA_ROCE_TVER              0
+#define QHCA_ROCE_QPN_MASK          0xffffff
+#define QHCA_ROCE_PSN_MASK          0xffffff
+#define QHCA_ROCE_MSN_MASK          0xffffff
+#define QHCA_ROCE_QP1               1
+
+/* AETH syndrome: bits 6..5 are the type, bits 4..0 its value */
+#define QHCA_ROCE_AETH_TYPE_MASK    0xe0
+#define QHCA_ROCE_AETH_VALUE_MASK   0x1f
+#define QHCA_ROCE_AETH_ACK          0x00    /* value: credit count */
+#define QHCA_ROCE_AETH_RNR_NAK      0x20    /* value: RNR timer */
+#define QHCA_ROCE_AETH_NAK          0x60    /* value: a NAK code below */
+#define QHCA_ROCE_AETH_CREDIT_INVALID   0x1f
+#define QHCA_ROCE_NAK_PSN_SEQ_ERR       0x00
+#define QHCA_ROCE_NAK_INVALID_REQ       0x01
+#define QHCA_ROCE_NAK_REMOTE_ACCESS     0x02
+#define QHCA_ROCE_NAK_REMOTE_OP         0x03
+#define QHCA_ROCE_NAK_INVALID_RD_REQ    0x04
+
+/* BTH opcodes this device sends and accepts (IBA 1.4 table 38) */
+typedef enum QhcaRoceOpcode {
+    QHCA_ROCE_OP_RC_SEND_FIRST                = 0x00,
+    QHCA_ROCE_OP_RC_SEND_MIDDLE               = 0x01,
+    QHCA_ROCE_OP_RC_SEND_LAST                 = 0x02,
+    QHCA_ROCE_OP_RC_SEND_LAST_IMM             = 0x03,
+    QHCA_ROCE_OP_RC_SEND_ONLY                 = 0x04,
+    QHCA_ROCE_OP_RC_SEND_ONLY_IMM             = 0x05,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_FIRST          = 0x06,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_MIDDLE         = 0x07,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_LAST           = 0x08,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_LAST_IMM       = 0x09,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY           = 0x0a,
+    QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY_IMM       = 0x0b,
+    QHCA_ROCE_OP_RC_RDMA_READ_REQUEST         = 0x0c,
+    QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST  = 0x0d,
+    QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE = 0x0e,
+    QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST   = 0x0f,
+    QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY   = 0x10,
+    QHCA_ROCE_OP_RC_ACKNOWLEDGE               = 0x11,
+    QHCA_ROCE_OP_RC_ATOMIC_ACKNOWLEDGE        = 0x12,
+    QHCA_ROCE_OP_RC_COMPARE_SWAP              = 0x13,
+    QHCA_ROCE_OP_RC_FETCH_ADD                 = 0x14,
+    QHCA_ROCE_OP_RC_SEND_LAST_INV             = 0x16,
+    QHCA_ROCE_OP_RC_SEND_ONLY_INV             = 0x17,
+    QHCA_ROCE_OP_UD_SEND_ONLY                 = 0x64,
+    QHCA_ROCE_OP_UD_SEND_ONLY_IMM             = 0x65,
+} QhcaRoceOpcode;
+
+/* Extension headers; this is also their order after the BTH */
+typedef enum QhcaRoceExt {
+    QHCA_ROCE_EXT_DETH,
+    QHCA_ROCE_EXT_RETH,
+    QHCA_ROCE_EXT_ATOMIC_ETH,
+    QHCA_ROCE_EXT_AETH,
+    QHCA_ROCE_EXT_ATOMIC_ACK_ETH,
+    QHCA_ROCE_EXT_IMMDT,
+    QHCA_ROCE_EXT_IETH,
+    QHCA_ROCE_EXT_COUNT
+} QhcaRoceExt;
+
+/* The most extension headers one opcode carries */
+#define QHCA_ROCE_EXT_PER_OP_MAX    2
+
+/* QhcaRoceOpInfo.flags */
+#define QHCA_ROCE_OPF_PAYLOAD   (1u << 0)   /* may carry a payload */
+#define QHCA_ROCE_OPF_REQUEST   (1u << 1)   /* requester -> responder */
+#define QHCA_ROCE_OPF_RESPONSE  (1u << 2)   /* responder -> requester */
+#define QHCA_ROCE_OPF_FIRST     (1u << 3)   /* first (or only) of a message */
+#define QHCA_ROCE_OPF_LAST      (1u << 4)   /* last (or only) of a message */
+#define QHCA_ROCE_OPF_SEND      (1u << 5)
+#define QHCA_ROCE_OPF_WRITE     (1u << 6)
+#define QHCA_ROCE_OPF_READ      (1u << 7)
+#define QHCA_ROCE_OPF_ATOMIC    (1u << 8)
+#define QHCA_ROCE_OPF_ACK       (1u << 9)   /* carries an AETH */
+#define QHCA_ROCE_OPF_IMM       (1u << 10)  /* carries ImmDt */
+#define QHCA_ROCE_OPF_INV       (1u << 11)  /* carries IETH */
+#define QHCA_ROCE_OPF_UD        (1u << 12)  /* UD transport (DETH) */
+
+typedef struct QhcaRoceOpInfo {
+    const char *name;           /* e.g. "RC_SEND_FIRST" */
+    uint32_t flags;             /* QHCA_ROCE_OPF_* */
+    uint8_t ext_len;            /* total length of its extension headers */
+    uint8_t n_ext;              /* number of extension headers */
+    uint8_t ext[QHCA_ROCE_EXT_PER_OP_MAX]; /* QhcaRoceExt, in wire order */
+} QhcaRoceOpInfo;
+
+/*
+ * The fields of one frame, host order.  Only the extension headers that
+ * the opcode carries are written by the builder or filled by the parser.
+ */
+typedef struct QhcaRoceHdr {
+    /* Ethernet II */
+    uint8_t dst_mac[6];
+    uint8_t src_mac[6];
+    /* IPv4: addresses as numbers (10.0.0.1 is 0x0a000001) */
+    uint32_t src_ip;
+    uint32_t dst_ip;
+    uint8_t tos;                /* from the GRH traffic class */
+    uint8_t ttl;                /* from the GRH hop limit */
+    uint16_t ip_id;
+    /* UDP: the destination port is always QHCA_ROCE_UDP_DPORT */
+    uint16_t src_port;
+    /* BTH */
+    uint8_t opcode;
+    bool se;                    /* solicited event */
+    bool mig;                   /* MigReq */
+    uint8_t pad;                /* parser only: the builder derives it */
+    uint8_t tver;               /* parser only: the builder writes 0 */
+    uint16_t pkey;
+    bool fecn;
+    bool becn;
+    uint32_t dest_qp;           /* 24 bits */
+    bool ack_req;
+    uint32_t psn;               /* 24 bits */
+    /* Extension headers */
+    struct {
+        uint64_t va;
+        uint32_t rkey;
+        uint32_t dma_len;
+    } reth;
+    struct {
+        uint8_t syndrome;
+        uint32_t msn;           /* 24 bits */
+    } aeth;
+    struct {
+        uint64_t va;
+        uint32_t rkey;
+        uint64_t swap_add;      /* swap (CMP_SWAP) or add (FETCH_ADD) data */
+        uint64_t compare;
+    } atomic;
+    uint64_t atomic_ack_orig;   /* AtomicAckETH: original remote data */
+    /*
+     * ImmDt: the 4 wire bytes b0..b3 as the number b0 << 24 | ... | b3, so
+     * a verbs __be32 imm_data corresponds to be32_to_cpu(imm_data).
+     */
+    uint32_t imm;
+    uint32_t ieth_rkey;         /* IETH: R_Key to invalidate */
+    struct {
+        uint32_t qkey;
+        uint32_t src_qp;        /* 24 bits */
+    } deth;
+} QhcaRoceHdr;
+
+/* What the parser found: the fields, and where every part lies */
+typedef struct QhcaRocePkt {
+    QhcaRoceHdr hdr;
+    const QhcaRoceOpInfo *op;
+    /* Bytes of the frame in use: Ethernet header + IPv4 total length */
+    uint32_t frame_len;
+    uint32_t ip_off;
+    uint32_t ip_len;            /* IPv4 total length */
+    uint32_t udp_off;
+    uint32_t udp_len;           /* UDP length field */
+    uint16_t udp_csum;          /* 0 if the sender sent none */
+    uint32_t bth_off;
+    /* Offset of each extension header, 0 if the opcode has none */
+    uint32_t ext_off[QHCA_ROCE_EXT_COUNT];
+    uint32_t payload_off;
+    uint32_t payload_len;       /* without the pad bytes */
+    uint32_t pad;               /* pad bytes after the payload (0..3) */
+    uint32_t icrc_off;
+    uint32_t icrc;              /* the ICRC as received (and checked) */
+} QhcaRocePkt;
+
+typedef enum QhcaRoceErr {
+    QHCA_ROCE_OK = 0,
+    /* Parser */
+    QHCA_ROCE_ERR_TOO_SHORT,        /* frame shorter than Eth+IPv4+UDP */
+    QHCA_ROCE_ERR_NOT_IPV4,         /* Ethertype is not 0x0800 */
+    QHCA_ROCE_ERR_IP_VERSION,       /* IP version is not 4 */
+    QHCA_ROCE_ERR_IP_HDR_LEN,       /* IHL is not 5 (options unsupported) */
+    QHCA_ROCE_ERR_IP_TOTAL_LEN,     /* total length < 28 or beyond frame */
+    QHCA_ROCE_ERR_IP_FRAGMENT,      /* MF set or fragment offset != 0 */
+    QHCA_ROCE_ERR_IP_CSUM,          /* bad IPv4 header checksum */
+    QHCA_ROCE_ERR_NOT_UDP,          /* IP protocol is not UDP */
+    QHCA_ROCE_ERR_NOT_ROCE_PORT,    /* UDP destination port is not 4791 */
+    QHCA_ROCE_ERR_UDP_LEN,          /* UDP length != IP payload length */
+    QHCA_ROCE_ERR_UDP_CSUM,         /* non-zero and wrong UDP checksum */
+    QHCA_ROCE_ERR_SHORT_TRANSPORT,  /* UDP payload < BTH + ext + ICRC */
+    QHCA_ROCE_ERR_BAD_OPCODE,       /* unknown or unsupported BTH opcode */
+    QHCA_ROCE_ERR_TVER,             /* BTH TVer is not 0 */
+    QHCA_ROCE_ERR_PKEY,             /* P_Key does not match 0xffff */
+    QHCA_ROCE_ERR_PAD,              /* pad count too big, or misaligned */
+    QHCA_ROCE_ERR_PAYLOAD,          /* payload on an opcode that has none */
+    QHCA_ROCE_ERR_ICRC,             /* bad ICRC */
+    /* Builder */
+    QHCA_ROCE_ERR_FIELD_RANGE,      /* a 24-bit field is out of range */
+    QHCA_ROCE_ERR_TOO_LONG,         /* the frame would exceed 64 KiB IP */
+    QHCA_ROCE_ERR_BUF_TOO_SMALL,    /* the caller's buffer is too small */
+    QHCA_ROCE_ERR_COUNT
+} QhcaRoceErr;
+
+/* The opcode's properties, or NULL if the device does not support it */
+const QhcaRoceOpInfo *qhca_roce_op_info(uint8_t opcode);
+
+/* A short name for an error code ("ok", "bad ICRC", ...) */
+const char *qhca_roce_strerror(QhcaRoceErr err);
+
+/* UDP source port for a flow: 0xC000 | (flow_hash & 0x3FFF) */
+uint16_t qhca_roce_udp_sport(uint32_t flow_hash);
+
+/* Soft-RoCE's flow hash of a QP number: hash_32(qpn, 14) */
+uint32_t qhca_roce_qpn_hash(uint32_t qpn);
+
+/*
+ * CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320) without the
+ * initial and final inversion: crc = ~qhca_roce_crc32_update(~0, buf, len)
+ * is the usual CRC-32 of buf (zlib's crc32()).
+ */
+uint32_t qhca_roce_crc32_update(uint32_t crc, const void *buf, size_t len);
+
+/* The RFC 1071 Internet checksum of buf, ready to store big-endian */
+uint16_t qhca_roce_inet_csum(const void *buf, size_t len);
+
+/*
+ * The ICRC of a frame whose headers are at the fixed offsets above (no
+ * options): frame_len ends after the ICRC; the ICRC field is not read.
+ * The value is stored in the frame little-endian.
+ * Requires frame_len >= QHCA_ROCE_MIN_FRAME_LEN.
+ */
+uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len);
+
+/*
+ * Length of the frame carrying payload_len bytes with this opcode, or 0 if
+ * the opcode is unsupported, carries no payload but payload_len != 0, or
+ * the frame would be longer than IPv4 allows.
+ */
+size_t qhca_roce_frame_len(uint8_t opcode, size_t payload_len);
+
+/*
+ * Write the Ethernet, IPv4 (checksummed), UDP (checksum 0), BTH and
+ * extension headers of a frame carrying payload_len bytes into buf.
+ * Returns the payload offset, or a negative QhcaRoceErr.  buf must hold
+ * the whole frame (qhca_roce_frame_len()).  Then put the payload at the
+ * returned offset and call qhca_roce_finish().
+ */
+int qhca_roce_build_headers(uint8_t *buf, size_t size,
+                            const QhcaRoceHdr *hdr, size_t payload_len);
+
+/*
+ * Zero the pad bytes and store the ICRC of a frame written by
+ * qhca_roce_build_headers() whose payload is in place.
+ */
+void qhca_roce_finish(uint8_t *frame, size_t frame_len);
+
+/*
+ * Build a whole frame: headers, payload (payload_len bytes, may be NULL if
+ * payload_len is 0), pad and ICRC.  Returns the frame length, or a
+ * negative QhcaRoceErr.
+ */
+int qhca_roce_build(uint8_t *buf, size_t size, const QhcaRoceHdr *hdr,
+                    const void *payload, size_t payload_len);
+
+/*
+ * Parse and check an untrusted frame of len bytes (bytes after the IPv4
+ * total length, e.g. Ethernet padding, are ignored).  On QHCA_ROCE_OK pkt
+ * is filled in; on error pkt's contents are unspecified.
+ */
+QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
+                            QhcaRocePkt *pkt);
+
+#endif /* HW_QHCA_ROCE_H */
