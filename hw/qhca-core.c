@@ -322,6 +322,70 @@ QhcaQp *qhca_core_qp(QhcaCore *c, uint32_t qpn)
     return LOOKUP(c, qp, qpn);
 }
 
+QhcaSrq *qhca_core_srq(QhcaCore *c, uint32_t srqn)
+{
+    return LOOKUP(c, srq, srqn);
+}
+
+QhcaAh *qhca_core_ah(QhcaCore *c, uint32_t ahn)
+{
+    return LOOKUP(c, ah, ahn);
+}
+
+/* REG_MR work request: fill a free fast-register MR (status: a CQE status) */
+int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
+                     uint64_t iova, uint64_t length, uint64_t pbl_addr,
+                     uint32_t num_pages, uint8_t page_shift)
+{
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+    struct qhca_pbl_desc d = {
+        .pbl_addr = cpu_to_le64(pbl_addr),
+        .num_pages = cpu_to_le32(num_pages),
+        .levels = 1,
+        .page_shift = page_shift,
+    };
+    QhcaPages pages;
+
+    if (!mr || !mr->fast_reg || mr->valid || mr->pdn != pdn) {
+        qhca_guest_error(c, "REG_MR WR: not a free fast-register MR", key);
+        return QHCA_CQE_LOC_PROT_ERR;
+    }
+    if ((access & ~QHCA_ACCESS_MASK) || num_pages > mr->max_pages ||
+        length == 0 || iova + length < iova || page_shift < QHCA_PAGE_SHIFT ||
+        page_shift > 30) {
+        qhca_guest_error(c, "REG_MR WR: bad access, range or pages",
+                         num_pages);
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    if (qhca_pages_load(c, &d, (iova & ((1ULL << page_shift) - 1)) + length,
+                        false, &pages)) {
+        return QHCA_CQE_LOC_PROT_ERR;
+    }
+    if (mr->pages.addr) {
+        qhca_pages_free(c, &mr->pages);
+    }
+    mr->pages = pages;
+    mr->key = key;
+    mr->access = access;
+    mr->iova = iova;
+    mr->length = length;
+    mr->valid = true;
+    return QHCA_CQE_SUCCESS;
+}
+
+/* LOCAL_INV and SEND_WITH_INV (status: a CQE status) */
+int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key)
+{
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+
+    if (!mr || mr->key != key || !mr->fast_reg || mr->pdn != pdn) {
+        qhca_guest_error(c, "invalidate: not a fast-register MR", key);
+        return QHCA_CQE_LOC_PROT_ERR;
+    }
+    mr->valid = false;
+    return QHCA_CQE_SUCCESS;
+}
+
 QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
                       uint32_t access, uint64_t addr, uint64_t len)
 {
@@ -1412,13 +1476,21 @@ static void qhca_cmdq_run(QhcaCore *c)
     }
 }
 
+static bool qhca_rx_run(QhcaCore *c, unsigned budget);
+
 void qhca_core_run(QhcaCore *c)
 {
+    bool more;
+
     if (!(c->status & QHCA_STATUS_READY)) {
         return;
     }
     qhca_cmdq_run(c);
-    qhca_qp_engine_run(c);
+    more = qhca_rx_run(c, 256);
+    more |= qhca_qp_engine_run(c);
+    if (more) {
+        c->ops->schedule(c->opaque);
+    }
 }
 
 void qhca_core_timer(QhcaCore *c)
@@ -1428,14 +1500,61 @@ void qhca_core_timer(QhcaCore *c)
     }
 }
 
+typedef struct QhcaRxFrame {
+    size_t len;
+    uint8_t data[];
+} QhcaRxFrame;
+
+bool qhca_core_can_receive(QhcaCore *c)
+{
+    if (g_queue_get_length(&c->rxq) >= QHCA_RXQ_MAX_FRAMES ||
+        c->rxq_bytes >= QHCA_RXQ_MAX_BYTES) {
+        c->rx_blocked = true;
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Frames are queued and processed by qhca_core_run() (a bottom half), never
+ * from inside the network layer's delivery: a frame this device sends may
+ * be delivered to a peer in the same QEMU synchronously, and that peer's
+ * answer must not re-enter this device's engine.
+ */
 void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
 {
+    QhcaRxFrame *f;
+
     c->stat_rx_frames++;
-    if (!(c->status & QHCA_STATUS_READY)) {
+    if (!(c->status & QHCA_STATUS_READY) || len > QHCA_MAX_RX_FRAME) {
         c->stat_rx_dropped++;
+        trace_qhca_rx_drop(len, "device not ready or frame too long");
         return;
     }
-    qhca_qp_engine_receive(c, frame, len);
+    f = g_malloc(sizeof(*f) + len);
+    f->len = len;
+    memcpy(f->data, frame, len);
+    g_queue_push_tail(&c->rxq, f);
+    c->rxq_bytes += len;
+    c->ops->schedule(c->opaque);
+}
+
+/* Process up to @budget queued frames; true if more are waiting */
+static bool qhca_rx_run(QhcaCore *c, unsigned budget)
+{
+    QhcaRxFrame *f;
+
+    while (budget-- && (f = g_queue_pop_head(&c->rxq))) {
+        c->rxq_bytes -= f->len;
+        qhca_qp_engine_receive(c, f->data, f->len);
+        g_free(f);
+    }
+    if (c->rx_blocked && g_queue_get_length(&c->rxq) < QHCA_RXQ_MAX_FRAMES &&
+        c->rxq_bytes < QHCA_RXQ_MAX_BYTES) {
+        c->rx_blocked = false;
+        c->ops->rx_resume(c->opaque);
+    }
+    return !g_queue_is_empty(&c->rxq);
 }
 
 void qhca_core_link_changed(QhcaCore *c)
@@ -1465,9 +1584,20 @@ static bool qhca_queue_regs_ok(QhcaCore *c)
            c->aeq_log_depth <= QHCA_AEQ_MAX_LOG_DEPTH;
 }
 
+static void qhca_rxq_clear(QhcaCore *c)
+{
+    void *f;
+
+    while ((f = g_queue_pop_head(&c->rxq))) {
+        g_free(f);
+    }
+    c->rxq_bytes = 0;
+}
+
 void qhca_core_reset(QhcaCore *c)
 {
     qhca_free_all(c);
+    qhca_rxq_clear(c);
     c->ctrl = 0;
     c->status = 0;
     c->fatal_code = QHCA_FATAL_NONE;
@@ -1482,7 +1612,12 @@ void qhca_core_reset(QhcaCore *c)
     c->cmdcq_armed = false;
     c->aeq_pi = c->aeq_ci = 0;
     c->aeq_armed = false;
+    c->timer_deadline = -1;
     c->ops->timer_mod(c->opaque, -1);
+    if (c->rx_blocked) {
+        c->rx_blocked = false;
+        c->ops->rx_resume(c->opaque);
+    }
     trace_qhca_reset();
 }
 
@@ -1490,6 +1625,8 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
                     const uint8_t *mac)
 {
     memset(c, 0, sizeof(*c));
+    g_queue_init(&c->rxq);
+    c->timer_deadline = -1;
     c->ops = ops;
     c->opaque = opaque;
     memcpy(c->mac, mac, 6);
@@ -1498,6 +1635,7 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
 void qhca_core_cleanup(QhcaCore *c)
 {
     qhca_free_all(c);
+    qhca_rxq_clear(c);
 }
 
 static void qhca_ctrl_write(QhcaCore *c, uint32_t val)

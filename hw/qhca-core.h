@@ -45,7 +45,17 @@ typedef struct QhcaCoreOps {
     int64_t (*now_ns)(void *opaque);
     /* Call qhca_core_timer() at deadline_ns; -1 cancels */
     void (*timer_mod)(void *opaque, int64_t deadline_ns);
+    /* The receive queue has room again (qemu_flush_queued_packets) */
+    void (*rx_resume)(void *opaque);
 } QhcaCoreOps;
+
+/* Frames received and not yet processed (bounded) */
+#define QHCA_RXQ_MAX_FRAMES     4096
+#define QHCA_RXQ_MAX_BYTES      (32u << 20)
+/* Largest frame the device sends: headers + 4096-byte MTU payload + ICRC */
+#define QHCA_TX_FRAME_MAX       4352
+/* Longer received frames cannot be RoCEv2 from a 4096-byte MTU */
+#define QHCA_MAX_RX_FRAME       9216
 
 /* Memory described by a page list, copied from the guest at creation */
 typedef struct QhcaPages {
@@ -120,7 +130,7 @@ typedef struct QhcaAh {
     uint8_t dgid[16];
 } QhcaAh;
 
-struct QhcaQpEngine;
+typedef struct QhcaQpEngine QhcaQpEngine;
 
 typedef struct QhcaQp {
     uint32_t qpn;
@@ -136,7 +146,7 @@ typedef struct QhcaQp {
     QhcaRing rq;
     struct qhca_qp_attr attr;   /* current attributes, host-endian fields */
     uint32_t attr_set;          /* QHCA_QP_ATTR_* ever set */
-    struct QhcaQpEngine *eng;   /* transport state (qhca-qp.c) */
+    QhcaQpEngine *eng;          /* transport state (qhca-qp.c) */
 } QhcaQp;
 
 typedef struct QhcaGid {
@@ -182,6 +192,14 @@ struct QhcaCore {
     uint32_t pages_used;        /* against QHCA_PAGE_BUDGET */
     bool link_was_up;
 
+    /* received frames, processed by qhca_core_run() */
+    GQueue rxq;
+    uint32_t rxq_bytes;
+    bool rx_blocked;            /* told the net layer we are full */
+    uint8_t txbuf[QHCA_TX_FRAME_MAX];
+    uint16_t ip_id;
+    int64_t timer_deadline;     /* -1: not armed */
+
     /* statistics registers */
     uint32_t stat_tx_frames;
     uint32_t stat_rx_frames;
@@ -201,6 +219,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
                         uint32_t val);
 void qhca_core_run(QhcaCore *c);
 void qhca_core_timer(QhcaCore *c);
+bool qhca_core_can_receive(QhcaCore *c);
 void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_core_link_changed(QhcaCore *c);
 
@@ -214,5 +233,11 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
                       uint32_t access, uint64_t addr, uint64_t len);
 bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
                 uint64_t len, bool write);
+int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
+                     uint64_t iova, uint64_t length, uint64_t pbl_addr,
+                     uint32_t num_pages, uint8_t page_shift);
+int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key);
+QhcaSrq *qhca_core_srq(QhcaCore *c, uint32_t srqn);
+QhcaAh *qhca_core_ah(QhcaCore *c, uint32_t ahn);
 
 #endif

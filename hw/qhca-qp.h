@@ -18,7 +18,7 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
                              uint8_t to, uint32_t mask);
 bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp);
 void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi);
-void qhca_qp_engine_run(QhcaCore *c);
+bool qhca_qp_engine_run(QhcaCore *c);
 void qhca_qp_engine_timer(QhcaCore *c);
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_srq_check_limit(QhcaCore *c, uint32_t srqn, QhcaSrq *srq);

@@ -87,40 +87,40 @@ static inline void roce_put32_le(uint8_t *p, uint32_t v)
 }
 
 /* Offsets of the IPv4, UDP and BTH fields we use */
-#define IP_VER_IHL      0
-#define IP_TOS          1
-#define IP_TOT_LEN      2
-#define IP_ID           4
-#define IP_FRAG         6
-#define IP_TTL          8
-#define IP_PROTO        9
-#define IP_CSUM         10
-#define IP_SRC          12
-#define IP_DST          16
-#define IP_FLAG_DF      0x4000
-#define IP_FLAG_MF      0x2000
-#define IP_FRAG_OFF     0x1fff
+#define ROCE_IP_VER_IHL       0
+#define ROCE_IP_TOS           1
+#define ROCE_IP_TOT_LEN       2
+#define ROCE_IP_ID            4
+#define ROCE_IP_FRAG          6
+#define ROCE_IP_TTL           8
+#define ROCE_IP_PROTO         9
+#define ROCE_IP_CSUM          10
+#define ROCE_IP_SRC           12
+#define ROCE_IP_DST           16
+#define ROCE_IP_FLAG_DF       0x4000
+#define ROCE_IP_FLAG_MF       0x2000
+#define ROCE_IP_FRAG_OFF      0x1fff
 
-#define UDP_SPORT       0
-#define UDP_DPORT       2
-#define UDP_LEN         4
-#define UDP_CSUM        6
+#define ROCE_UDP_SPORT        0
+#define ROCE_UDP_DPORT        2
+#define ROCE_UDP_LEN          4
+#define ROCE_UDP_CSUM         6
 
-#define BTH_OPCODE      0
-#define BTH_FLAGS       1       /* SE, M, PadCnt, TVer */
-#define BTH_PKEY        2
-#define BTH_RESV8A      4       /* FECN, BECN, reserved */
-#define BTH_DQPN        5
-#define BTH_ACKREQ      8       /* AckReq, reserved */
-#define BTH_PSN         9
-#define BTH_SE          0x80
-#define BTH_MIG         0x40
-#define BTH_PAD_SHIFT   4
-#define BTH_PAD_MASK    0x3
-#define BTH_TVER_MASK   0xf
-#define BTH_FECN        0x80
-#define BTH_BECN        0x40
-#define BTH_ACK_REQ     0x80
+#define ROCE_BTH_OPCODE       0
+#define ROCE_BTH_FLAGS        1       /* SE, M, PadCnt, TVer */
+#define ROCE_BTH_PKEY         2
+#define ROCE_BTH_RESV8A       4       /* FECN, BECN, reserved */
+#define ROCE_BTH_DQPN         5
+#define ROCE_BTH_ACKREQ       8       /* AckReq, reserved */
+#define ROCE_BTH_PSN          9
+#define ROCE_BTH_SE           0x80
+#define ROCE_BTH_MIG          0x40
+#define ROCE_BTH_PAD_SHIFT    4
+#define ROCE_BTH_PAD_MASK     0x3
+#define ROCE_BTH_TVER_MASK    0xf
+#define ROCE_BTH_FECN         0x80
+#define ROCE_BTH_BECN         0x40
+#define ROCE_BTH_ACK_REQ      0x80
 
 static const uint8_t qhca_roce_ext_len[QHCA_ROCE_EXT_COUNT] = {
     [QHCA_ROCE_EXT_DETH] = QHCA_ROCE_DETH_LEN,
@@ -404,7 +404,7 @@ static bool roce_udp_csum_ok(const uint8_t *ip, const uint8_t *udp,
 {
     uint32_t sum;
 
-    sum = roce_csum_add(0, ip + IP_SRC, 8);
+    sum = roce_csum_add(0, ip + ROCE_IP_SRC, 8);
     sum += QHCA_ROCE_IPPROTO_UDP;
     sum += udp_len;
     /* udp_len < 64 KiB: the sum cannot overflow 32 bits */
@@ -427,13 +427,13 @@ uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len)
     assert(frame_len >= QHCA_ROCE_MIN_FRAME_LEN);
 
     memcpy(hdr, frame + QHCA_ROCE_IP_OFFSET, sizeof(hdr));
-    ip[IP_TOS] = 0xff;
-    ip[IP_TTL] = 0xff;
-    ip[IP_CSUM] = 0xff;
-    ip[IP_CSUM + 1] = 0xff;
-    udp[UDP_CSUM] = 0xff;
-    udp[UDP_CSUM + 1] = 0xff;
-    bth[BTH_RESV8A] = 0xff;
+    ip[ROCE_IP_TOS] = 0xff;
+    ip[ROCE_IP_TTL] = 0xff;
+    ip[ROCE_IP_CSUM] = 0xff;
+    ip[ROCE_IP_CSUM + 1] = 0xff;
+    udp[ROCE_UDP_CSUM] = 0xff;
+    udp[ROCE_UDP_CSUM + 1] = 0xff;
+    bth[ROCE_BTH_RESV8A] = 0xff;
 
     crc = qhca_roce_crc32_update(0xffffffff, lrh_mask, sizeof(lrh_mask));
     crc = qhca_roce_crc32_update(crc, hdr, sizeof(hdr));
@@ -511,7 +511,7 @@ static void roce_put_ext(uint8_t *p, QhcaRoceExt ext, const QhcaRoceHdr *h)
         roce_put32(p, h->ieth_rkey);
         break;
     default:
-        assert(0);
+        abort();    /* not an extension header */
     }
 }
 
@@ -547,7 +547,7 @@ static void roce_get_ext(const uint8_t *p, QhcaRoceExt ext, QhcaRoceHdr *h)
         h->ieth_rkey = roce_get32(p);
         break;
     default:
-        assert(0);
+        abort();    /* not an extension header */
     }
 }
 
@@ -578,10 +578,7 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
     const QhcaRoceOpInfo *op;
     size_t frame_len;
     uint16_t ip_len;
-    uint8_t *ip = buf + QHCA_ROCE_IP_OFFSET;
-    uint8_t *udp = buf + QHCA_ROCE_UDP_OFFSET;
-    uint8_t *bth = buf + QHCA_ROCE_BTH_OFFSET;
-    uint8_t *p;
+    uint8_t *ip, *udp, *bth, *p;
     uint8_t pad = -payload_len & 3;
     QhcaRoceErr err;
     int i;
@@ -598,6 +595,9 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
         return -(int)QHCA_ROCE_ERR_BUF_TOO_SMALL;
     }
     ip_len = frame_len - QHCA_ROCE_ETH_HLEN;
+    ip = buf + QHCA_ROCE_IP_OFFSET;
+    udp = buf + QHCA_ROCE_UDP_OFFSET;
+    bth = buf + QHCA_ROCE_BTH_OFFSET;
 
     /* Ethernet II */
     memcpy(buf, hdr->dst_mac, 6);
@@ -605,33 +605,36 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
     roce_put16(buf + 12, QHCA_ROCE_ETHERTYPE_IPV4);
 
     /* IPv4: no options, DF, not fragmented */
-    ip[IP_VER_IHL] = 0x45;
-    ip[IP_TOS] = hdr->tos;
-    roce_put16(ip + IP_TOT_LEN, ip_len);
-    roce_put16(ip + IP_ID, hdr->ip_id);
-    roce_put16(ip + IP_FRAG, IP_FLAG_DF);
-    ip[IP_TTL] = hdr->ttl;
-    ip[IP_PROTO] = QHCA_ROCE_IPPROTO_UDP;
-    roce_put16(ip + IP_CSUM, 0);
-    roce_put32(ip + IP_SRC, hdr->src_ip);
-    roce_put32(ip + IP_DST, hdr->dst_ip);
-    roce_put16(ip + IP_CSUM, qhca_roce_inet_csum(ip, QHCA_ROCE_IPV4_HLEN));
+    ip[ROCE_IP_VER_IHL] = 0x45;
+    ip[ROCE_IP_TOS] = hdr->tos;
+    roce_put16(ip + ROCE_IP_TOT_LEN, ip_len);
+    roce_put16(ip + ROCE_IP_ID, hdr->ip_id);
+    roce_put16(ip + ROCE_IP_FRAG, ROCE_IP_FLAG_DF);
+    ip[ROCE_IP_TTL] = hdr->ttl;
+    ip[ROCE_IP_PROTO] = QHCA_ROCE_IPPROTO_UDP;
+    roce_put16(ip + ROCE_IP_CSUM, 0);
+    roce_put32(ip + ROCE_IP_SRC, hdr->src_ip);
+    roce_put32(ip + ROCE_IP_DST, hdr->dst_ip);
+    roce_put16(ip + ROCE_IP_CSUM,
+               qhca_roce_inet_csum(ip, QHCA_ROCE_IPV4_HLEN));
 
     /* UDP: no checksum (allowed for RoCEv2 over IPv4) */
-    roce_put16(udp + UDP_SPORT, hdr->src_port);
-    roce_put16(udp + UDP_DPORT, QHCA_ROCE_UDP_DPORT);
-    roce_put16(udp + UDP_LEN, ip_len - QHCA_ROCE_IPV4_HLEN);
-    roce_put16(udp + UDP_CSUM, 0);
+    roce_put16(udp + ROCE_UDP_SPORT, hdr->src_port);
+    roce_put16(udp + ROCE_UDP_DPORT, QHCA_ROCE_UDP_DPORT);
+    roce_put16(udp + ROCE_UDP_LEN, ip_len - QHCA_ROCE_IPV4_HLEN);
+    roce_put16(udp + ROCE_UDP_CSUM, 0);
 
     /* BTH */
-    bth[BTH_OPCODE] = hdr->opcode;
-    bth[BTH_FLAGS] = (hdr->se ? BTH_SE : 0) | (hdr->mig ? BTH_MIG : 0) |
-                     pad << BTH_PAD_SHIFT | QHCA_ROCE_TVER;
-    roce_put16(bth + BTH_PKEY, hdr->pkey);
-    bth[BTH_RESV8A] = (hdr->fecn ? BTH_FECN : 0) | (hdr->becn ? BTH_BECN : 0);
-    roce_put24(bth + BTH_DQPN, hdr->dest_qp);
-    bth[BTH_ACKREQ] = hdr->ack_req ? BTH_ACK_REQ : 0;
-    roce_put24(bth + BTH_PSN, hdr->psn);
+    bth[ROCE_BTH_OPCODE] = hdr->opcode;
+    bth[ROCE_BTH_FLAGS] = (hdr->se ? ROCE_BTH_SE : 0) |
+                          (hdr->mig ? ROCE_BTH_MIG : 0) |
+                          pad << ROCE_BTH_PAD_SHIFT | QHCA_ROCE_TVER;
+    roce_put16(bth + ROCE_BTH_PKEY, hdr->pkey);
+    bth[ROCE_BTH_RESV8A] = (hdr->fecn ? ROCE_BTH_FECN : 0) |
+                           (hdr->becn ? ROCE_BTH_BECN : 0);
+    roce_put24(bth + ROCE_BTH_DQPN, hdr->dest_qp);
+    bth[ROCE_BTH_ACKREQ] = hdr->ack_req ? ROCE_BTH_ACK_REQ : 0;
+    roce_put24(bth + ROCE_BTH_PSN, hdr->psn);
 
     p = bth + QHCA_ROCE_BTH_LEN;
     for (i = 0; i < op->n_ext; i++) {
@@ -647,8 +650,8 @@ void qhca_roce_finish(uint8_t *frame, size_t frame_len)
 
     assert(frame_len >= QHCA_ROCE_MIN_FRAME_LEN &&
            frame_len <= QHCA_ROCE_MAX_FRAME_LEN);
-    pad = (frame[QHCA_ROCE_BTH_OFFSET + BTH_FLAGS] >> BTH_PAD_SHIFT) &
-          BTH_PAD_MASK;
+    pad = frame[QHCA_ROCE_BTH_OFFSET + ROCE_BTH_FLAGS] >> ROCE_BTH_PAD_SHIFT;
+    pad &= ROCE_BTH_PAD_MASK;
     memset(frame + frame_len - QHCA_ROCE_ICRC_LEN - pad, 0, pad);
     roce_put32_le(frame + frame_len - QHCA_ROCE_ICRC_LEN,
                   qhca_roce_icrc(frame, frame_len));
@@ -693,37 +696,37 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
 
     /* IPv4 */
     ip = frame + QHCA_ROCE_IP_OFFSET;
-    if (ip[IP_VER_IHL] >> 4 != 4) {
+    if (ip[ROCE_IP_VER_IHL] >> 4 != 4) {
         return QHCA_ROCE_ERR_IP_VERSION;
     }
-    if ((ip[IP_VER_IHL] & 0xf) != QHCA_ROCE_IPV4_HLEN / 4) {
+    if ((ip[ROCE_IP_VER_IHL] & 0xf) != QHCA_ROCE_IPV4_HLEN / 4) {
         return QHCA_ROCE_ERR_IP_HDR_LEN;
     }
-    ip_len = roce_get16(ip + IP_TOT_LEN);
+    ip_len = roce_get16(ip + ROCE_IP_TOT_LEN);
     if (ip_len < QHCA_ROCE_IPV4_HLEN + QHCA_ROCE_UDP_HLEN ||
         ip_len > len - QHCA_ROCE_ETH_HLEN) {
         return QHCA_ROCE_ERR_IP_TOTAL_LEN;
     }
-    if (roce_get16(ip + IP_FRAG) & (IP_FLAG_MF | IP_FRAG_OFF)) {
+    if (roce_get16(ip + ROCE_IP_FRAG) & (ROCE_IP_FLAG_MF | ROCE_IP_FRAG_OFF)) {
         return QHCA_ROCE_ERR_IP_FRAGMENT;
     }
     if (qhca_roce_inet_csum(ip, QHCA_ROCE_IPV4_HLEN) != 0) {
         return QHCA_ROCE_ERR_IP_CSUM;
     }
-    if (ip[IP_PROTO] != QHCA_ROCE_IPPROTO_UDP) {
+    if (ip[ROCE_IP_PROTO] != QHCA_ROCE_IPPROTO_UDP) {
         return QHCA_ROCE_ERR_NOT_UDP;
     }
 
     /* UDP */
     udp = frame + QHCA_ROCE_UDP_OFFSET;
-    if (roce_get16(udp + UDP_DPORT) != QHCA_ROCE_UDP_DPORT) {
+    if (roce_get16(udp + ROCE_UDP_DPORT) != QHCA_ROCE_UDP_DPORT) {
         return QHCA_ROCE_ERR_NOT_ROCE_PORT;
     }
-    udp_len = roce_get16(udp + UDP_LEN);
+    udp_len = roce_get16(udp + ROCE_UDP_LEN);
     if (udp_len != ip_len - QHCA_ROCE_IPV4_HLEN) {
         return QHCA_ROCE_ERR_UDP_LEN;
     }
-    pkt->udp_csum = roce_get16(udp + UDP_CSUM);
+    pkt->udp_csum = roce_get16(udp + ROCE_UDP_CSUM);
     if (pkt->udp_csum && !roce_udp_csum_ok(ip, udp, udp_len)) {
         return QHCA_ROCE_ERR_UDP_CSUM;
     }
@@ -734,15 +737,15 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
 
     /* BTH */
     bth = frame + QHCA_ROCE_BTH_OFFSET;
-    op = qhca_roce_op_info(bth[BTH_OPCODE]);
+    op = qhca_roce_op_info(bth[ROCE_BTH_OPCODE]);
     if (!op) {
         return QHCA_ROCE_ERR_BAD_OPCODE;
     }
-    if ((bth[BTH_FLAGS] & BTH_TVER_MASK) != QHCA_ROCE_TVER) {
+    if ((bth[ROCE_BTH_FLAGS] & ROCE_BTH_TVER_MASK) != QHCA_ROCE_TVER) {
         return QHCA_ROCE_ERR_TVER;
     }
     /* Full or limited member of the default partition, as rxe accepts */
-    pkey = roce_get16(bth + BTH_PKEY);
+    pkey = roce_get16(bth + ROCE_BTH_PKEY);
     if ((pkey & 0x7fff) != (QHCA_ROCE_DEFAULT_PKEY & 0x7fff)) {
         return QHCA_ROCE_ERR_PKEY;
     }
@@ -754,7 +757,7 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
         return QHCA_ROCE_ERR_SHORT_TRANSPORT;
     }
     avail -= op->ext_len;
-    pad = (bth[BTH_FLAGS] >> BTH_PAD_SHIFT) & BTH_PAD_MASK;
+    pad = (bth[ROCE_BTH_FLAGS] >> ROCE_BTH_PAD_SHIFT) & ROCE_BTH_PAD_MASK;
     if (pad > avail || avail % 4) {
         return QHCA_ROCE_ERR_PAD;
     }
@@ -773,23 +776,23 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
 
     memcpy(h->dst_mac, frame, 6);
     memcpy(h->src_mac, frame + 6, 6);
-    h->src_ip = roce_get32(ip + IP_SRC);
-    h->dst_ip = roce_get32(ip + IP_DST);
-    h->tos = ip[IP_TOS];
-    h->ttl = ip[IP_TTL];
-    h->ip_id = roce_get16(ip + IP_ID);
-    h->src_port = roce_get16(udp + UDP_SPORT);
-    h->opcode = bth[BTH_OPCODE];
-    h->se = bth[BTH_FLAGS] & BTH_SE;
-    h->mig = bth[BTH_FLAGS] & BTH_MIG;
+    h->src_ip = roce_get32(ip + ROCE_IP_SRC);
+    h->dst_ip = roce_get32(ip + ROCE_IP_DST);
+    h->tos = ip[ROCE_IP_TOS];
+    h->ttl = ip[ROCE_IP_TTL];
+    h->ip_id = roce_get16(ip + ROCE_IP_ID);
+    h->src_port = roce_get16(udp + ROCE_UDP_SPORT);
+    h->opcode = bth[ROCE_BTH_OPCODE];
+    h->se = bth[ROCE_BTH_FLAGS] & ROCE_BTH_SE;
+    h->mig = bth[ROCE_BTH_FLAGS] & ROCE_BTH_MIG;
     h->pad = pad;
-    h->tver = bth[BTH_FLAGS] & BTH_TVER_MASK;
+    h->tver = bth[ROCE_BTH_FLAGS] & ROCE_BTH_TVER_MASK;
     h->pkey = pkey;
-    h->fecn = bth[BTH_RESV8A] & BTH_FECN;
-    h->becn = bth[BTH_RESV8A] & BTH_BECN;
-    h->dest_qp = roce_get24(bth + BTH_DQPN);
-    h->ack_req = bth[BTH_ACKREQ] & BTH_ACK_REQ;
-    h->psn = roce_get24(bth + BTH_PSN);
+    h->fecn = bth[ROCE_BTH_RESV8A] & ROCE_BTH_FECN;
+    h->becn = bth[ROCE_BTH_RESV8A] & ROCE_BTH_BECN;
+    h->dest_qp = roce_get24(bth + ROCE_BTH_DQPN);
+    h->ack_req = bth[ROCE_BTH_ACKREQ] & ROCE_BTH_ACK_REQ;
+    h->psn = roce_get24(bth + ROCE_BTH_PSN);
 
     p = bth + QHCA_ROCE_BTH_LEN;
     for (i = 0; i < op->n_ext; i++) {

@@ -59,7 +59,8 @@
 #define QHCA_ROCE_QPN_MASK          0xffffff
 #define QHCA_ROCE_PSN_MASK          0xffffff
 #define QHCA_ROCE_MSN_MASK          0xffffff
-#define QHCA_ROCE_QP1               1
+#define QHCA_ROCE_QP1               1           /* GSI QP (CM MADs) */
+#define QHCA_ROCE_QP1_QKEY          0x80010000  /* Q_Key of QP1 */
 
 /* AETH syndrome: bits 6..5 are the type, bits 4..0 its value */
 #define QHCA_ROCE_AETH_TYPE_MASK    0xe0

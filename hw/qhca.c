@@ -111,6 +111,13 @@ static void qhca_timer_mod(void *opaque, int64_t deadline_ns)
     }
 }
 
+static void qhca_rx_resume(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
 static const QhcaCoreOps qhca_core_ops = {
     .dma_read = qhca_dma_read,
     .dma_write = qhca_dma_write,
@@ -120,6 +127,7 @@ static const QhcaCoreOps qhca_core_ops = {
     .schedule = qhca_schedule,
     .now_ns = qhca_now_ns,
     .timer_mod = qhca_timer_mod,
+    .rx_resume = qhca_rx_resume,
 };
 
 static void qhca_bh(void *opaque)
@@ -201,7 +209,9 @@ static const MemoryRegionOps qhca_db_ops = {
 
 static bool qhca_can_receive(NetClientState *nc)
 {
-    return true;
+    QhcaState *s = qemu_get_nic_opaque(nc);
+
+    return qhca_core_can_receive(&s->core);
 }
 
 static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf,
