@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca: PCI probe/remove, interrupts, and the pairing of the RDMA device
+ * with the net_device that carries its IP addresses.
+ *
+ * The device publishes a MAC address; the guest's Ethernet interface with
+ * the same permanent MAC (a virtio-net) is bound to port 1 with
+ * ib_device_set_netdev(), and the RoCEv2 GIDs come from its IP addresses.
+ * The netdev may appear before or after this driver probes.
+ */
+
+#include <linux/etherdevice.h>
+#include <linux/interrupt.h>
+#include <linux/iopoll.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/rtnetlink.h>
+#include <net/addrconf.h>
+
+#include "qhca.h"
+
+MODULE_DESCRIPTION("qhca software RoCEv2 HCA driver");
+MODULE_LICENSE("Dual BSD/GPL");
+
+#define QHCA_REG_TIMEOUT_US	(100 * USEC_PER_MSEC)
+
+static irqreturn_t qhca_async_irq(int irq, void *data)
+{
+	struct qhca_dev *dev = data;
+
+	/* Command completions and async events arrive here once they exist. */
+	atomic64_inc(&dev->async_irqs);
+	return IRQ_HANDLED;
+}
+
+static int qhca_reset(struct qhca_dev *dev)
+{
+	u32 ctrl;
+
+	qhca_reg_write(dev, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+	return readl_poll_timeout(dev->regs + QHCA_REG_CTRL, ctrl,
+				  !(ctrl & QHCA_CTRL_RESET), 10,
+				  QHCA_REG_TIMEOUT_US);
+}
+
+static int qhca_enable(struct qhca_dev *dev)
+{
+	u32 status;
+	int ret;
+
+	qhca_reg_write(dev, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	ret = readl_poll_timeout(dev->regs + QHCA_REG_STATUS, status,
+				 status & (QHCA_STATUS_READY |
+					   QHCA_STATUS_FATAL),
+				 10, QHCA_REG_TIMEOUT_US);
+	if (!ret && (status & QHCA_STATUS_FATAL)) {
+		dev_err(&dev->pdev->dev, "device fatal error %u\n",
+			qhca_reg_read(dev, QHCA_REG_FATAL_CODE));
+		return -EIO;
+	}
+	if (ret)
+		dev_err(&dev->pdev->dev, "device did not become ready\n");
+	return ret;
+}
+
+/* ---- netdev pairing (all of it runs under the RTNL) ---- */
+
+static bool qhca_netdev_matches(struct qhca_dev *dev, struct net_device *ndev)
+{
+	return ndev->type == ARPHRD_ETHER && ndev->addr_len == ETH_ALEN &&
+	       ether_addr_equal_unaligned(ndev->perm_addr, dev->mac);
+}
+
+static void qhca_port_event(struct qhca_dev *dev, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = &dev->ibdev,
+		.element.port_num = QHCA_PORT,
+		.event = type,
+	};
+
+	ib_dispatch_event(&event);
+}
+
+/* Report a port state change, if there is one, as an async event. */
+static void qhca_update_port_state(struct qhca_dev *dev)
+{
+	struct net_device *ndev = dev->netdev;
+	enum ib_port_state state = IB_PORT_DOWN;
+
+	ASSERT_RTNL();
+
+	if (ndev && netif_running(ndev) && netif_carrier_ok(ndev))
+		state = IB_PORT_ACTIVE;
+	if (state == dev->port_state)
+		return;
+
+	dev->port_state = state;
+	ibdev_dbg(&dev->ibdev, "port %u %s\n", QHCA_PORT,
+		  state == IB_PORT_ACTIVE ? "active" : "down");
+	qhca_port_event(dev, state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+						      IB_EVENT_PORT_ERR);
+}
+
+static void qhca_bind_netdev(struct qhca_dev *dev, struct net_device *ndev)
+{
+	int ret;
+
+	ret = ib_device_set_netdev(&dev->ibdev, ndev, QHCA_PORT);
+	if (ret) {
+		ibdev_warn(&dev->ibdev, "cannot bind netdev %s: %d\n",
+			   netdev_name(ndev), ret);
+		return;
+	}
+
+	dev->netdev = ndev;
+	ibdev_info(&dev->ibdev, "bound to netdev %s\n", netdev_name(ndev));
+	qhca_update_port_state(dev);
+
+	/*
+	 * The core adds GIDs for addresses that appear from now on; the ones
+	 * the netdev already has are picked up by a rescan, which takes the
+	 * RTNL itself and so runs from a work item.
+	 */
+	schedule_work(&dev->gid_rescan_work);
+}
+
+static void qhca_unbind_netdev(struct qhca_dev *dev)
+{
+	struct net_device *ndev = dev->netdev;
+	int ret;
+
+	ret = ib_device_set_netdev(&dev->ibdev, NULL, QHCA_PORT);
+	if (ret)
+		ibdev_warn(&dev->ibdev, "cannot unbind netdev %s: %d\n",
+			   netdev_name(ndev), ret);
+
+	dev->netdev = NULL;
+	ibdev_info(&dev->ibdev, "unbound from netdev %s\n", netdev_name(ndev));
+	qhca_update_port_state(dev);
+}
+
+static int qhca_netdev_event(struct notifier_block *nb, unsigned long event,
+			     void *ptr)
+{
+	struct qhca_dev *dev = container_of(nb, struct qhca_dev, netdev_nb);
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+
+	switch (event) {
+	case NETDEV_REGISTER:
+		if (!qhca_netdev_matches(dev, ndev))
+			break;
+		if (dev->netdev)
+			ibdev_warn(&dev->ibdev,
+				   "netdev %s has MAC %pM too; staying on %s\n",
+				   netdev_name(ndev), dev->mac,
+				   netdev_name(dev->netdev));
+		else
+			qhca_bind_netdev(dev, ndev);
+		break;
+	case NETDEV_UNREGISTER:
+		if (ndev == dev->netdev)
+			qhca_unbind_netdev(dev);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		if (ndev == dev->netdev)
+			qhca_update_port_state(dev);
+		break;
+	case NETDEV_CHANGEMTU:
+		/* query_port reads the MTU from the netdev each time. */
+		if (ndev == dev->netdev)
+			ibdev_dbg(&dev->ibdev, "netdev %s MTU %u\n",
+				  netdev_name(ndev), READ_ONCE(ndev->mtu));
+		break;
+	default:
+		break;
+	}
+
+	return NOTIFY_DONE;
+}
+
+static void qhca_gid_rescan(struct work_struct *work)
+{
+	struct qhca_dev *dev = container_of(work, struct qhca_dev,
+					    gid_rescan_work);
+
+	rdma_roce_rescan_port(&dev->ibdev, QHCA_PORT);
+}
+
+/* ---- RDMA device ---- */
+
+static int qhca_ib_register(struct qhca_dev *dev)
+{
+	struct ib_device *ibdev = &dev->ibdev;
+	int ret;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	/* Vector 0 is the async vector; the others are for completions. */
+	ibdev->num_comp_vectors = max(dev->num_vectors - 1, 1);
+	ibdev->dev.parent = &dev->pdev->dev;
+	strscpy(ibdev->node_desc, QHCA_NODE_DESC, sizeof(ibdev->node_desc));
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
+	ib_set_device_ops(ibdev, &qhca_dev_ops);
+
+	ret = ib_register_device(ibdev, "qhca%d", &dev->pdev->dev);
+	if (ret) {
+		dev_err(&dev->pdev->dev, "cannot register RDMA device: %d\n",
+			ret);
+		return ret;
+	}
+
+	/* Replays NETDEV_REGISTER (and UP) for the netdevs that exist. */
+	dev->netdev_nb.notifier_call = qhca_netdev_event;
+	ret = register_netdevice_notifier(&dev->netdev_nb);
+	if (ret) {
+		ibdev_err(ibdev, "cannot register netdev notifier: %d\n", ret);
+		cancel_work_sync(&dev->gid_rescan_work);
+		ib_unregister_device(ibdev);
+		return ret;
+	}
+
+	return 0;
+}
+
+static void qhca_ib_unregister(struct qhca_dev *dev)
+{
+	/* Replays NETDEV_UNREGISTER, which unbinds the netdev. */
+	unregister_netdevice_notifier(&dev->netdev_nb);
+	cancel_work_sync(&dev->gid_rescan_work);
+	ib_unregister_device(&dev->ibdev);
+}
+
+/* ---- PCI ---- */
+
+static int qhca_map_bars(struct qhca_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+
+	if (!(pci_resource_flags(pdev, QHCA_REG_BAR) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, QHCA_REG_BAR) < QHCA_REG_BAR_SIZE ||
+	    !(pci_resource_flags(pdev, QHCA_DB_BAR) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, QHCA_DB_BAR) < 2 * QHCA_PAGE_SIZE) {
+		dev_err(&pdev->dev, "unexpected BAR layout\n");
+		return -ENODEV;
+	}
+
+	dev->regs = pci_iomap(pdev, QHCA_REG_BAR, QHCA_REG_BAR_SIZE);
+	if (!dev->regs)
+		return -ENOMEM;
+
+	dev->kdb = pci_iomap_range(pdev, QHCA_DB_BAR,
+				   QHCA_KERNEL_DB_PAGE * QHCA_PAGE_SIZE,
+				   QHCA_PAGE_SIZE);
+	if (!dev->kdb) {
+		pci_iounmap(pdev, dev->regs);
+		return -ENOMEM;
+	}
+
+	dev->db_bar_start = pci_resource_start(pdev, QHCA_DB_BAR);
+	return 0;
+}
+
+static void qhca_unmap_bars(struct qhca_dev *dev)
+{
+	pci_iounmap(dev->pdev, dev->kdb);
+	pci_iounmap(dev->pdev, dev->regs);
+}
+
+/* Check the version, reset the device and read its identity. */
+static int qhca_hw_init(struct qhca_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+	u32 lo, hi, pages, bar_pages;
+	int ret;
+
+	dev->version = qhca_reg_read(dev, QHCA_REG_VERSION);
+	if ((dev->version >> 16) != QHCA_VERSION_MAJOR) {
+		dev_err(&pdev->dev,
+			"device interface version %#x, driver needs %u.x\n",
+			dev->version, QHCA_VERSION_MAJOR);
+		return -ENODEV;
+	}
+
+	ret = qhca_reset(dev);
+	if (ret) {
+		dev_err(&pdev->dev, "device reset timed out\n");
+		return ret;
+	}
+
+	dev->caps = qhca_reg_read(dev, QHCA_REG_CAPS);
+
+	lo = qhca_reg_read(dev, QHCA_REG_MAC_LO);
+	hi = qhca_reg_read(dev, QHCA_REG_MAC_HI);
+	dev->mac[0] = lo;
+	dev->mac[1] = lo >> 8;
+	dev->mac[2] = lo >> 16;
+	dev->mac[3] = lo >> 24;
+	dev->mac[4] = hi;
+	dev->mac[5] = hi >> 8;
+	if (!is_valid_ether_addr(dev->mac)) {
+		dev_err(&pdev->dev, "invalid MAC address %pM\n", dev->mac);
+		return -EINVAL;
+	}
+
+	pages = qhca_reg_read(dev, QHCA_REG_NUM_DB_PAGES);
+	bar_pages = pci_resource_len(pdev, QHCA_DB_BAR) / QHCA_PAGE_SIZE;
+	dev->num_db_pages = min(pages, bar_pages);
+	if (dev->num_db_pages < 2) {
+		dev_err(&pdev->dev, "%u doorbell pages, need at least 2\n",
+			pages);
+		return -ENODEV;
+	}
+
+	return 0;
+}
+
+static int qhca_irq_init(struct qhca_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+	u32 nvec;
+	int ret;
+
+	nvec = qhca_reg_read(dev, QHCA_REG_NUM_VECTORS);
+	nvec = clamp_t(u32, nvec, 1, QHCA_MSIX_VECTORS);
+
+	ret = pci_alloc_irq_vectors(pdev, 1, nvec, PCI_IRQ_MSIX);
+	if (ret < 0) {
+		dev_err(&pdev->dev, "cannot allocate MSI-X vectors: %d\n",
+			ret);
+		return ret;
+	}
+	dev->num_vectors = ret;
+
+	ret = pci_request_irq(pdev, QHCA_MSIX_VEC_ASYNC, qhca_async_irq, NULL,
+			      dev, "qhca-async@pci:%s", pci_name(pdev));
+	if (ret) {
+		dev_err(&pdev->dev, "cannot request the async interrupt: %d\n",
+			ret);
+		pci_free_irq_vectors(pdev);
+		return ret;
+	}
+
+	return 0;
+}
+
+static_assert((1 << QHCA_CMDQ_MAX_LOG_DEPTH) * QHCA_CMD_SIZE <=
+	      QHCA_PAGE_SIZE);
+static_assert((1 << QHCA_CMDCQ_MAX_LOG_DEPTH) * QHCA_CMD_COMP_SIZE <=
+	      QHCA_PAGE_SIZE);
+static_assert((1 << QHCA_AEQ_MAX_LOG_DEPTH) * QHCA_EQE_SIZE <=
+	      QHCA_PAGE_SIZE);
+
+static int qhca_queue_alloc(struct qhca_dev *dev, struct qhca_queue_mem *q)
+{
+	/* Zeroed and page aligned, as the device requires. */
+	q->buf = dma_alloc_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, &q->dma,
+				    GFP_KERNEL);
+	return q->buf ? 0 : -ENOMEM;
+}
+
+static void qhca_queue_free(struct qhca_dev *dev, struct qhca_queue_mem *q)
+{
+	if (!q->buf)
+		return;
+	dma_free_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, q->buf, q->dma);
+	q->buf = NULL;
+}
+
+/* Only once the device can no longer write these pages. */
+static void qhca_queues_free(struct qhca_dev *dev)
+{
+	qhca_queue_free(dev, &dev->aeq);
+	qhca_queue_free(dev, &dev->cmdcq);
+	qhca_queue_free(dev, &dev->cmdq);
+}
+
+/* Give the (reset) device its command queue, completion ring and async EQ. */
+static int qhca_queues_init(struct qhca_dev *dev)
+{
+	int ret;
+
+	ret = qhca_queue_alloc(dev, &dev->cmdq);
+	if (!ret)
+		ret = qhca_queue_alloc(dev, &dev->cmdcq);
+	if (!ret)
+		ret = qhca_queue_alloc(dev, &dev->aeq);
+	if (ret) {
+		qhca_queues_free(dev);
+		return ret;
+	}
+
+	qhca_reg_write64(dev, QHCA_REG_CMDQ_BASE_LO, dev->cmdq.dma);
+	qhca_reg_write(dev, QHCA_REG_CMDQ_LOG_DEPTH, QHCA_CMDQ_MAX_LOG_DEPTH);
+	qhca_reg_write64(dev, QHCA_REG_CMDCQ_BASE_LO, dev->cmdcq.dma);
+	qhca_reg_write(dev, QHCA_REG_CMDCQ_LOG_DEPTH, QHCA_CMDCQ_MAX_LOG_DEPTH);
+	qhca_reg_write64(dev, QHCA_REG_AEQ_BASE_LO, dev->aeq.dma);
+	qhca_reg_write(dev, QHCA_REG_AEQ_LOG_DEPTH, QHCA_AEQ_MAX_LOG_DEPTH);
+	return 0;
+}
+
+static void qhca_irq_uninit(struct qhca_dev *dev)
+{
+	pci_free_irq(dev->pdev, QHCA_MSIX_VEC_ASYNC, dev);
+	pci_free_irq_vectors(dev->pdev);
+}
+
+static void qhca_free_dev(struct qhca_dev *dev)
+{
+	mutex_destroy(&dev->gid_lock);
+	ida_destroy(&dev->pd_ida);
+	ida_destroy(&dev->db_ida);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct qhca_dev *dev;
+	int ret;
+
+	/* Doorbell pages are mapped to user space one page each. */
+	if (PAGE_SIZE != QHCA_PAGE_SIZE) {
+		dev_err(&pdev->dev, "needs %u-byte pages\n", QHCA_PAGE_SIZE);
+		return -ENODEV;
+	}
+
+	dev = ib_alloc_device(qhca_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+
+	dev->pdev = pdev;
+	dev->port_state = IB_PORT_DOWN;
+	atomic64_set(&dev->async_irqs, 0);
+	ida_init(&dev->db_ida);
+	ida_init(&dev->pd_ida);
+	mutex_init(&dev->gid_lock);
+	INIT_WORK(&dev->gid_rescan_work, qhca_gid_rescan);
+	pci_set_drvdata(pdev, dev);
+
+	ret = pci_enable_device(pdev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot enable PCI device: %d\n", ret);
+		goto err_free;
+	}
+	pci_set_master(pdev);
+
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret) {
+		dev_err(&pdev->dev, "no 64-bit DMA: %d\n", ret);
+		goto err_disable;
+	}
+
+	ret = pci_request_regions(pdev, QHCA_DRV_NAME);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot request BARs: %d\n", ret);
+		goto err_disable;
+	}
+
+	ret = qhca_map_bars(dev);
+	if (ret)
+		goto err_release;
+
+	ret = qhca_hw_init(dev);
+	if (ret)
+		goto err_unmap;
+
+	/* The device stays in reset until it is enabled below. */
+	ret = qhca_irq_init(dev);
+	if (ret)
+		goto err_unmap;
+
+	ret = qhca_queues_init(dev);
+	if (ret)
+		goto err_irq;
+
+	ret = qhca_enable(dev);
+	if (ret)
+		goto err_queues;
+
+	dev_info(&pdev->dev,
+		 "version %u.%u, MAC %pM, %d vectors, %u doorbell pages\n",
+		 dev->version >> 16, dev->version & 0xffff, dev->mac,
+		 dev->num_vectors, dev->num_db_pages);
+
+	ret = qhca_ib_register(dev);
+	if (ret)
+		goto err_queues;
+
+	return 0;
+
+err_queues:
+	qhca_reset(dev);
+	pci_clear_master(pdev);
+	qhca_queues_free(dev);
+err_irq:
+	qhca_irq_uninit(dev);
+err_unmap:
+	qhca_unmap_bars(dev);
+err_release:
+	pci_release_regions(pdev);
+err_disable:
+	pci_clear_master(pdev);
+	pci_disable_device(pdev);
+err_free:
+	qhca_free_dev(dev);
+	return ret;
+}
+
+static void qhca_remove(struct pci_dev *pdev)
+{
+	struct qhca_dev *dev = pci_get_drvdata(pdev);
+
+	qhca_ib_unregister(dev);
+
+	if (qhca_reset(dev))
+		dev_warn(&pdev->dev, "device reset timed out\n");
+	/* No DMA from here on, even if the reset did not complete. */
+	pci_clear_master(pdev);
+	qhca_queues_free(dev);
+	qhca_irq_uninit(dev);
+	dev_dbg(&pdev->dev, "%lld async interrupts\n",
+		atomic64_read(&dev->async_irqs));
+
+	qhca_unmap_bars(dev);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	qhca_free_dev(dev);
+}
+
+static const struct pci_device_id qhca_pci_ids[] = {
+	{ PCI_DEVICE(QHCA_PCI_VENDOR_ID, QHCA_PCI_DEVICE_ID) },
+	{}
+};
+MODULE_DEVICE_TABLE(pci, qhca_pci_ids);
+
+static struct pci_driver qhca_pci_driver = {
+	.name = QHCA_DRV_NAME,
+	.id_table = qhca_pci_ids,
+	.probe = qhca_probe,
+	.remove = qhca_remove,
+};
+module_pci_driver(qhca_pci_driver);
