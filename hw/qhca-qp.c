@@ -325,7 +325,9 @@ static void sq_complete(QhcaCore *c, QhcaQp *qp)
         if (st->signaled || qp->sq_sig_all ||
             st->status != QHCA_CQE_SUCCESS) {
             if (qhca_ring_entry_addr(&qp->sq, qp->sq.ci, &addr)) {
-                c->ops->dma_read(c->opaque, addr, &wr_id, sizeof(wr_id));
+                c->ops->dma_read(c->opaque,
+                                 addr + offsetof(struct qhca_send_wqe, wr_id),
+                                 &wr_id, sizeof(wr_id));
             }
             cqe.wr_id = wr_id;
             cqe.status = st->status;
@@ -1380,6 +1382,12 @@ static void resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         }
     } else if (f & QHCA_ROCE_OPF_WRITE) {
         if (f & QHCA_ROCE_OPF_FIRST) {
+            /* The whole RETH range is checked before any byte is written */
+            if (h->reth.dma_len &&
+                !resp_target(c, qp, h->psn, h->reth.rkey, h->reth.va,
+                             h->reth.dma_len, QHCA_ACCESS_REMOTE_WRITE)) {
+                return;
+            }
             e->wr_va = h->reth.va;
             e->wr_rkey = h->reth.rkey;
             e->wr_len = h->reth.dma_len;
@@ -1704,7 +1712,10 @@ static void flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
         uint64_t addr, wr_id = 0;
 
         if (qhca_ring_entry_addr(r, r->ci, &addr)) {
-            c->ops->dma_read(c->opaque, addr, &wr_id, sizeof(wr_id));
+            c->ops->dma_read(c->opaque, addr + (sq ?
+                             offsetof(struct qhca_send_wqe, wr_id) :
+                             offsetof(struct qhca_recv_wqe, wr_id)),
+                             &wr_id, sizeof(wr_id));
         }
         cqe.wr_id = wr_id;      /* already little-endian */
         cqe.status = QHCA_CQE_WR_FLUSH_ERR;

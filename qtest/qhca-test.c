@@ -12,6 +12,7 @@
 #include "libqos/pci-pc.h"
 #include "hw/pci/pci_regs.h"
 #include "qemu/bswap.h"
+#include "qemu/iov.h"
 #include "hw/qhca/qhca_hw.h"
 
 #define QHCA_DEVFN      QPCI_DEVFN(4, 0)
@@ -29,7 +30,7 @@ typedef struct QhcaTest {
 
 static void qhca_start(QhcaTest *t)
 {
-    t->qts = qtest_initf("-machine q35 -nodefaults -m 256M "
+    t->qts = qtest_initf("-machine q35 -nodefaults -m 512M "
                          "-device qhca,addr=04.0,mac=" QHCA_MAC);
     t->bus = qpci_new_pc(t->qts, NULL);
     t->dev = qpci_device_find(t->bus, QHCA_DEVFN);
@@ -248,49 +249,66 @@ static void test_doorbell_page_reads(void)
  * allocator.
  */
 
-#define CMDQ_ADDR       0x101000
-#define CMDCQ_ADDR      0x102000
-#define AEQ_ADDR        0x103000
+/* Each device's queues live at its base: command queue, completion ring,
+ * async EQ, response buffer */
+#define DEV_BASE        0x100000
+#define CMDQ_OFF        0x1000
+#define CMDCQ_OFF       0x2000
+#define AEQ_OFF         0x3000
+#define RESP_OFF        0x4000
+#define RESP_ADDR       (DEV_BASE + RESP_OFF)
 #define CMDQ_LOG        3
 #define CMDCQ_LOG       3
 #define AEQ_LOG         4
-#define RESP_ADDR       0x104000
-#define RAM_FREE        0x200000
+#define RAM_FREE        0x400000
+#define RAM_SIZE_MB     512
 #define NO_RAM_ADDR     0xfff000000000ULL   /* nothing is mapped there */
 
 typedef struct QhcaDev {
     QhcaTest t;
+    uint64_t base;
     uint16_t cmdq_pi;
     uint16_t cmdcq_ci;
     uint32_t cookie;
-    uint64_t next_free;
+    uint64_t *next_free;        /* shared by the devices of one QEMU */
+    uint64_t own_next_free;
 } QhcaDev;
 
 static uint64_t dev_alloc(QhcaDev *d, uint64_t size)
 {
-    uint64_t a = d->next_free;
+    uint64_t a = *d->next_free;
 
-    d->next_free += ROUND_UP(size, 4096);
-    g_assert_cmphex(d->next_free, <, 256 * 1024 * 1024);
+    *d->next_free += ROUND_UP(size, 4096);
+    g_assert_cmphex(*d->next_free, <, (uint64_t)RAM_SIZE_MB << 20);
     qtest_memset(d->t.qts, a, 0, ROUND_UP(size, 4096));
     return a;
+}
+
+/* Reset the device and bring it up with its queues at @base */
+static void dev_init(QhcaDev *d, uint64_t base)
+{
+    d->base = base;
+    d->cmdq_pi = d->cmdcq_ci = 0;
+    d->cookie = 0;
+    qtest_memset(d->t.qts, base + CMDQ_OFF, 0, 4 * 4096);
+    wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    wr(&d->t, QHCA_REG_CMDQ_BASE_LO, base + CMDQ_OFF);
+    wr(&d->t, QHCA_REG_CMDQ_LOG_DEPTH, CMDQ_LOG);
+    wr(&d->t, QHCA_REG_CMDCQ_BASE_LO, base + CMDCQ_OFF);
+    wr(&d->t, QHCA_REG_CMDCQ_LOG_DEPTH, CMDCQ_LOG);
+    wr(&d->t, QHCA_REG_AEQ_BASE_LO, base + AEQ_OFF);
+    wr(&d->t, QHCA_REG_AEQ_LOG_DEPTH, AEQ_LOG);
+    wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+    g_assert_cmphex(rd(&d->t, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
 }
 
 static void dev_up(QhcaDev *d)
 {
     memset(d, 0, sizeof(*d));
     qhca_start(&d->t);
-    d->next_free = RAM_FREE;
-    qtest_memset(d->t.qts, CMDQ_ADDR, 0, 4 * 4096);
-    wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_RESET);
-    wr(&d->t, QHCA_REG_CMDQ_BASE_LO, CMDQ_ADDR);
-    wr(&d->t, QHCA_REG_CMDQ_LOG_DEPTH, CMDQ_LOG);
-    wr(&d->t, QHCA_REG_CMDCQ_BASE_LO, CMDCQ_ADDR);
-    wr(&d->t, QHCA_REG_CMDCQ_LOG_DEPTH, CMDCQ_LOG);
-    wr(&d->t, QHCA_REG_AEQ_BASE_LO, AEQ_ADDR);
-    wr(&d->t, QHCA_REG_AEQ_LOG_DEPTH, AEQ_LOG);
-    wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
-    g_assert_cmphex(rd(&d->t, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+    d->own_next_free = RAM_FREE;
+    d->next_free = &d->own_next_free;
+    dev_init(d, DEV_BASE);
 }
 
 static void dev_down(QhcaDev *d)
@@ -314,17 +332,24 @@ static bool ring_has_entry(QTestState *qts, uint64_t base, uint32_t log,
     return (owner & QHCA_OWNER_BIT) == want;
 }
 
+static void wire_pump(void);
+
 static bool wait_entry(QTestState *qts, uint64_t base, uint32_t log,
                        uint32_t esize, uint32_t owner_off, uint16_t ci)
 {
     int i;
 
-    /* Each qtest command lets the main loop run the device's BH */
-    for (i = 0; i < 2000; i++) {
+    /*
+     * Each qtest command lets the main loop run the device's bottom half;
+     * stepping the virtual clock by 10 us runs its timers.  At most 2 s of
+     * virtual time.
+     */
+    for (i = 0; i < 200000; i++) {
         if (ring_has_entry(qts, base, log, esize, owner_off, ci)) {
             return true;
         }
-        qtest_clock_step(qts, 1000);
+        wire_pump();
+        qtest_clock_step(qts, 10000);
     }
     return false;
 }
@@ -341,19 +366,20 @@ static int cmd_post(QhcaDev *d, uint16_t opcode, const void *payload,
     memset(&cmd, 0, sizeof(cmd));
     cmd.hdr.opcode = cpu_to_le16(opcode);
     cmd.hdr.cookie = cpu_to_le32(++d->cookie);
-    cmd.hdr.resp_addr = cpu_to_le64(RESP_ADDR);
+    cmd.hdr.resp_addr = cpu_to_le64(d->base + RESP_OFF);
     cmd.hdr.resp_len = cpu_to_le32(256);
     memcpy(cmd.raw, payload, len);
-    qtest_memwrite(d->t.qts, CMDQ_ADDR + (d->cmdq_pi & ((1 << CMDQ_LOG) - 1)) *
-                   QHCA_CMD_SIZE, &cmd, sizeof(cmd));
+    qtest_memwrite(d->t.qts, d->base + CMDQ_OFF +
+                   (d->cmdq_pi & ((1 << CMDQ_LOG) - 1)) * QHCA_CMD_SIZE,
+                   &cmd, sizeof(cmd));
     d->cmdq_pi++;
     db(d, 0, QHCA_DB_CMDQ, d->cmdq_pi);
 
-    g_assert_true(wait_entry(d->t.qts, CMDCQ_ADDR, CMDCQ_LOG,
+    g_assert_true(wait_entry(d->t.qts, d->base + CMDCQ_OFF, CMDCQ_LOG,
                              QHCA_CMD_COMP_SIZE,
                              offsetof(struct qhca_cmd_comp, owner),
                              d->cmdcq_ci));
-    caddr = CMDCQ_ADDR + (d->cmdcq_ci & ((1 << CMDCQ_LOG) - 1)) *
+    caddr = d->base + CMDCQ_OFF + (d->cmdcq_ci & ((1 << CMDCQ_LOG) - 1)) *
             QHCA_CMD_COMP_SIZE;
     qtest_memread(d->t.qts, caddr, &comp, sizeof(comp));
     d->cmdcq_ci++;
@@ -706,7 +732,7 @@ static struct qhca_qp_attr query_qp(QhcaDev *d, uint32_t qpn)
     struct qhca_qp_attr a;
 
     g_assert_cmpint(cmd_obj(d, QHCA_CMD_QUERY_QP, qpn), ==, QHCA_CMD_OK);
-    qtest_memread(d->t.qts, RESP_ADDR, &a, sizeof(a));
+    qtest_memread(d->t.qts, d->base + RESP_OFF, &a, sizeof(a));
     return a;
 }
 
@@ -878,7 +904,8 @@ static void test_qp_flush(void)
     qp_fixture(&f, QHCA_QPT_UD);
     /* Three send WQEs and two receive WQEs, then ERR: all are flushed */
     for (i = 0; i < 3; i++) {
-        qtest_writeq(f.d.t.qts, f.sq + i * 128, 0x5000 + i);
+        qtest_writeq(f.d.t.qts, f.sq + i * 128 +
+                     offsetof(struct qhca_send_wqe, wr_id), 0x5000 + i);
     }
     for (i = 0; i < 2; i++) {
         qtest_writeq(f.d.t.qts, f.rq + i * 64, 0x7000 + i);
@@ -1001,13 +1028,8 @@ static void test_cmd_reset_frees(void)
     qp_fixture(&f, QHCA_QPT_RC);
     d = f.d;
     /* A reset destroys every object: numbering starts over */
-    wr(&d.t, QHCA_REG_CTRL, QHCA_CTRL_RESET);
-    d.cmdq_pi = d.cmdcq_ci = 0;
-    qtest_memset(d.t.qts, CMDQ_ADDR, 0, 3 * 4096);
-    set_queue_regs(&d.t);
-    wr(&d.t, QHCA_REG_CMDQ_BASE_LO, CMDQ_ADDR);
-    wr(&d.t, QHCA_REG_CMDCQ_BASE_LO, CMDCQ_ADDR);
-    wr(&d.t, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+    d.next_free = &d.own_next_free;
+    dev_init(&d, DEV_BASE);
     g_assert_cmpint(cmd_obj(&d, QHCA_CMD_QUERY_QP, f.qpn), ==,
                     QHCA_CMD_ERR_HANDLE);
     pdn = mk_pd(&d);
@@ -1016,6 +1038,1411 @@ static void test_cmd_reset_frees(void)
 }
 
 #undef M
+
+/* ------------------------------------------------------------------------
+ * Two devices on a wire the test controls.
+ *
+ * As tests/qtest/e1000e-test.c does, each device's netdev is a socket whose
+ * other end the test holds (frames are a 4-byte big-endian length and the
+ * frame).  The test relays frames between the two devices and can drop,
+ * duplicate, reorder or swallow them, or inject its own.
+ */
+
+typedef enum WirePolicy {
+    WIRE_PASS,
+    WIRE_DROP_EVERY_5,
+    WIRE_DUP,
+    WIRE_REORDER,
+    WIRE_BLACKHOLE,
+} WirePolicy;
+
+typedef struct Wire {
+    int fd[2];                  /* the test's ends: device A, device B */
+    WirePolicy policy;
+    unsigned frames;            /* frames relayed or dropped */
+    unsigned dropped;
+    GByteArray *in[2];          /* partial input from each device */
+    GByteArray *held;           /* reorder: a frame waiting for the next */
+    int held_to;
+    GByteArray *last[2];        /* the last frame each device sent */
+} Wire;
+
+static Wire *cur_wire;
+
+static void wire_write(int fd, const uint8_t *buf, uint32_t len)
+{
+    uint32_t be = cpu_to_be32(len);
+    struct iovec iov[] = {
+        { .iov_base = &be, .iov_len = sizeof(be) },
+        { .iov_base = (void *)buf, .iov_len = len },
+    };
+    ssize_t n = iov_send(fd, iov, 2, 0, sizeof(be) + len);
+
+    g_assert_cmpint(n, ==, sizeof(be) + len);
+}
+
+static void wire_deliver(Wire *w, int to, const uint8_t *buf, uint32_t len)
+{
+    w->frames++;
+    switch (w->policy) {
+    case WIRE_DROP_EVERY_5:
+        if (w->frames % 5 == 0) {
+            w->dropped++;
+            return;
+        }
+        break;
+    case WIRE_BLACKHOLE:
+        w->dropped++;
+        return;
+    case WIRE_DUP:
+        wire_write(w->fd[to], buf, len);
+        break;
+    case WIRE_REORDER:
+        if (!w->held) {
+            w->held = g_byte_array_new();
+            g_byte_array_append(w->held, buf, len);
+            w->held_to = to;
+            return;
+        }
+        wire_write(w->fd[to], buf, len);
+        wire_write(w->fd[w->held_to], w->held->data, w->held->len);
+        g_byte_array_unref(w->held);
+        w->held = NULL;
+        return;
+    default:
+        break;
+    }
+    wire_write(w->fd[to], buf, len);
+}
+
+static void wire_pump(void)
+{
+    Wire *w = cur_wire;
+    uint8_t buf[16384];
+    int i;
+
+    if (!w) {
+        return;
+    }
+    for (i = 0; i < 2; i++) {
+        ssize_t n;
+
+        while ((n = recv(w->fd[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+            g_byte_array_append(w->in[i], buf, n);
+        }
+        while (w->in[i]->len >= 4) {
+            uint32_t len = ldl_be_p(w->in[i]->data);
+
+            g_assert_cmpuint(len, <=, 65536);
+            if (w->in[i]->len < 4 + len) {
+                break;
+            }
+            g_byte_array_set_size(w->last[i], 0);
+            g_byte_array_append(w->last[i], w->in[i]->data + 4, len);
+            wire_deliver(w, !i, w->in[i]->data + 4, len);
+            g_byte_array_remove_range(w->in[i], 0, 4 + len);
+        }
+    }
+    /* A frame held for reordering must not wait forever */
+    if (w->held && w->frames % 8 == 7) {
+        wire_write(w->fd[w->held_to], w->held->data, w->held->len);
+        g_byte_array_unref(w->held);
+        w->held = NULL;
+    }
+}
+
+typedef struct Pair {
+    QhcaDev a, b;
+    QPCIBus *bus;
+    Wire w;
+    uint64_t next_free;
+} Pair;
+
+static const uint8_t mac_a[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a };
+static const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
+#define IP_A    0xc6120001      /* 198.18.0.1 */
+#define IP_B    0xc6120002      /* 198.18.0.2 */
+
+static void pair_dev(Pair *p, QhcaDev *d, QTestState *qts, int slot,
+                     uint64_t base)
+{
+    memset(d, 0, sizeof(*d));
+    d->t.qts = qts;
+    d->t.bus = p->bus;
+    d->t.dev = qpci_device_find(p->bus, QPCI_DEVFN(slot, 0));
+    g_assert_nonnull(d->t.dev);
+    qpci_device_enable(d->t.dev);
+    d->t.reg = qpci_iomap(d->t.dev, QHCA_REG_BAR, NULL);
+    d->t.db = qpci_iomap(d->t.dev, QHCA_DB_BAR, NULL);
+    d->next_free = &p->next_free;
+    dev_init(d, base);
+}
+
+static void pair_start(Pair *p, WirePolicy policy)
+{
+    int sa[2], sb[2];
+    QTestState *qts;
+    int i;
+
+    memset(p, 0, sizeof(*p));
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sa), ==, 0);
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sb), ==, 0);
+    qts = qtest_initf("-machine q35 -nodefaults -m %dM "
+                      "-netdev socket,id=na,fd=%d "
+                      "-device qhca,addr=04.0,netdev=na,"
+                      "mac=52:54:00:00:00:0a "
+                      "-netdev socket,id=nb,fd=%d "
+                      "-device qhca,addr=05.0,netdev=nb,"
+                      "mac=52:54:00:00:00:0b",
+                      RAM_SIZE_MB, sa[1], sb[1]);
+    close(sa[1]);
+    close(sb[1]);
+    p->w.fd[0] = sa[0];
+    p->w.fd[1] = sb[0];
+    p->w.policy = policy;
+    for (i = 0; i < 2; i++) {
+        p->w.in[i] = g_byte_array_new();
+        p->w.last[i] = g_byte_array_new();
+    }
+    p->bus = qpci_new_pc(qts, NULL);
+    p->next_free = RAM_FREE;
+    pair_dev(p, &p->a, qts, 4, DEV_BASE);
+    pair_dev(p, &p->b, qts, 5, 2 * DEV_BASE);
+    cur_wire = &p->w;
+}
+
+static void pair_stop(Pair *p)
+{
+    int i;
+
+    cur_wire = NULL;
+    for (i = 0; i < 2; i++) {
+        QhcaDev *d = i ? &p->b : &p->a;
+
+        qpci_iounmap(d->t.dev, d->t.reg);
+        qpci_iounmap(d->t.dev, d->t.db);
+        g_free(d->t.dev);
+        close(p->w.fd[i]);
+        g_byte_array_unref(p->w.in[i]);
+        g_byte_array_unref(p->w.last[i]);
+    }
+    if (p->w.held) {
+        g_byte_array_unref(p->w.held);
+    }
+    qpci_free_pc(p->bus);
+    qtest_quit(p->a.t.qts);
+}
+
+/* A ring of 2^log entries of 2^stride_log bytes, pages in reverse order */
+typedef struct Ring {
+    uint64_t page[64];
+    uint32_t log;
+    uint32_t stride_log;
+} Ring;
+
+static struct qhca_pbl_desc ring_alloc(QhcaDev *d, Ring *r, uint32_t log,
+                                       uint32_t stride_log)
+{
+    uint32_t bytes = 1u << (log + stride_log);
+    uint32_t n = DIV_ROUND_UP(bytes, 4096);
+    uint64_t pbl = dev_alloc(d, 4096);
+    uint64_t mem = dev_alloc(d, n * 4096);
+    struct qhca_pbl_desc m = { 0 };
+    uint32_t i;
+
+    g_assert_cmpuint(n, <=, ARRAY_SIZE(r->page));
+    r->log = log;
+    r->stride_log = stride_log;
+    for (i = 0; i < n; i++) {
+        r->page[i] = mem + (n - 1 - i) * 4096;
+        qtest_writeq(d->t.qts, pbl + 8 * i, r->page[i]);
+    }
+    m.pbl_addr = cpu_to_le64(pbl);
+    m.num_pages = cpu_to_le32(n);
+    m.levels = 1;
+    m.page_shift = 12;
+    return m;
+}
+
+static uint64_t ring_addr(const Ring *r, uint32_t idx)
+{
+    uint64_t off = (uint64_t)(idx & ((1u << r->log) - 1)) << r->stride_log;
+
+    return r->page[off / 4096] + off % 4096;
+}
+
+/* An MR over pages in reverse order, so translation mistakes show */
+typedef struct Mr {
+    uint32_t key;
+    uint64_t iova;
+    uint64_t len;
+    uint64_t mem;               /* the pages, contiguous but reversed */
+    uint32_t npages;
+} Mr;
+
+static uint64_t mr_phys(const Mr *m, uint64_t off)
+{
+    uint64_t a = m->iova + off;
+    uint64_t page = a / 4096 - m->iova / 4096;
+
+    return m->mem + (m->npages - 1 - page) * 4096 + a % 4096;
+}
+
+static void mr_io(QhcaDev *d, const Mr *m, uint64_t off, void *buf,
+                  uint64_t len, bool write)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        uint64_t n = MIN(len, 4096 - (m->iova + off) % 4096);
+
+        if (write) {
+            qtest_memwrite(d->t.qts, mr_phys(m, off), p, n);
+        } else {
+            qtest_memread(d->t.qts, mr_phys(m, off), p, n);
+        }
+        p += n;
+        off += n;
+        len -= n;
+    }
+}
+
+static Mr mr_reg(QhcaDev *d, uint32_t pdn, uint64_t len, uint32_t access,
+                 uint64_t iova)
+{
+    struct qhca_cmd_reg_mr c = { 0 };
+    Mr m = { .iova = iova, .len = len };
+    uint64_t pbl, i, n1;
+
+    m.npages = (iova % 4096 + len + 4095) / 4096;
+    m.mem = dev_alloc(d, (uint64_t)m.npages * 4096);
+    /* Two-level page lists once one page of entries is not enough */
+    n1 = DIV_ROUND_UP(m.npages, 512);
+    pbl = dev_alloc(d, 4096);
+    for (i = 0; i < m.npages; i++) {
+        uint64_t entry = m.mem + (m.npages - 1 - i) * 4096;
+
+        if (m.npages <= 512) {
+            qtest_writeq(d->t.qts, pbl + 8 * i, entry);
+        } else {
+            if (i % 512 == 0) {
+                qtest_writeq(d->t.qts, pbl + 8 * (i / 512),
+                             dev_alloc(d, 4096));
+            }
+            qtest_writeq(d->t.qts, qtest_readq(d->t.qts, pbl + 8 * (i / 512)) +
+                         8 * (i % 512), entry);
+        }
+    }
+    c.pdn = cpu_to_le32(pdn);
+    c.access = cpu_to_le32(access);
+    c.iova = cpu_to_le64(iova);
+    c.length = cpu_to_le64(len);
+    c.mem.pbl_addr = cpu_to_le64(pbl);
+    c.mem.num_pages = cpu_to_le32(m.npages);
+    c.mem.levels = n1 > 1 ? 2 : 1;
+    c.mem.page_shift = 12;
+    c.key_variant = cpu_to_le32(0x11);
+    m.key = cmd_ok(d, QHCA_CMD_REG_MR, &c, sizeof(c));
+    return m;
+}
+
+static struct qhca_sge sge(const Mr *m, uint64_t off, uint32_t len)
+{
+    struct qhca_sge s = {
+        .addr = cpu_to_le64(m->iova + off),
+        .length = cpu_to_le32(len),
+        .lkey = cpu_to_le32(m->key),
+    };
+
+    return s;
+}
+
+/* One end of a connection: PD, EQ, CQ, QP and its rings */
+typedef struct End {
+    QhcaDev *d;
+    uint32_t pdn, eqn, cqn, qpn, srqn;
+    Ring cq, sq, rq, srq, eq;
+    uint16_t cq_ci, sq_pi, rq_pi, srq_pi, eq_ci;
+    uint32_t ip;
+    const uint8_t *mac;
+} End;
+
+#define ALL_ACCESS  (QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE | \
+                     QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_ATOMIC)
+
+static void end_create(End *e, QhcaDev *d, uint8_t type, uint32_t ip,
+                       const uint8_t *mac, bool use_srq)
+{
+    struct qhca_cmd_create_eq ce = { 0 };
+    struct qhca_cmd_create_cq cc = { 0 };
+    struct qhca_cmd_create_qp cq = { 0 };
+
+    memset(e, 0, sizeof(*e));
+    e->d = d;
+    e->ip = ip;
+    e->mac = mac;
+    add_gid(d, 0, ip);
+    e->pdn = mk_pd(d);
+    ce.mem = ring_alloc(d, &e->eq, 6, 4);
+    ce.log_depth = 6;
+    ce.vector = cpu_to_le32(1);
+    e->eqn = cmd_ok(d, QHCA_CMD_CREATE_EQ, &ce, sizeof(ce));
+    cc.mem = ring_alloc(d, &e->cq, 11, 5);      /* 2048 CQEs */
+    cc.log_depth = 11;
+    cc.eqn = cpu_to_le32(e->eqn);
+    e->cqn = cmd_ok(d, QHCA_CMD_CREATE_CQ, &cc, sizeof(cc));
+    e->srqn = QHCA_NO_SRQ;
+    if (use_srq) {
+        struct qhca_cmd_create_srq cs = { 0 };
+
+        cs.mem = ring_alloc(d, &e->srq, 6, 7);
+        cs.pdn = cpu_to_le32(e->pdn);
+        cs.log_depth = 6;
+        cs.log_stride = 7;
+        e->srqn = cmd_ok(d, QHCA_CMD_CREATE_SRQ, &cs, sizeof(cs));
+    }
+    cq.type = type;
+    cq.sq_log_depth = 7;
+    cq.sq_log_stride = 8;       /* 256 bytes: 12 SGEs or 192 inline bytes */
+    cq.rq_log_depth = use_srq ? 0 : 8;
+    cq.rq_log_stride = 7;       /* 7 SGEs */
+    cq.pdn = cpu_to_le32(e->pdn);
+    cq.send_cqn = cpu_to_le32(e->cqn);
+    cq.recv_cqn = cpu_to_le32(e->cqn);
+    cq.srqn = cpu_to_le32(e->srqn);
+    cq.max_inline = cpu_to_le32(192);
+    cq.sq = ring_alloc(d, &e->sq, 7, 8);
+    if (!use_srq) {
+        cq.rq = ring_alloc(d, &e->rq, 8, 7);
+    }
+    e->qpn = cmd_ok(d, QHCA_CMD_CREATE_QP, &cq, sizeof(cq));
+}
+
+typedef struct ConnOpts {
+    uint8_t mtu;                /* IB enum, 1..5 */
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;
+    uint32_t access;
+} ConnOpts;
+
+#define M(x) QHCA_QP_ATTR_##x
+
+static void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
+{
+    struct qhca_qp_attr a = { 0 };
+
+    a.qp_state = QHCA_QPS_INIT;
+    a.access_flags = cpu_to_le32(o->access);
+    g_assert_cmpint(modify(e->d, e->qpn, M(STATE) | M(PKEY_INDEX) | M(PORT) |
+                           M(ACCESS_FLAGS), &a), ==, QHCA_CMD_OK);
+    a.qp_state = QHCA_QPS_RTR;
+    a.path_mtu = o->mtu;
+    a.dest_qpn = cpu_to_le32(peer->qpn);
+    a.rq_psn = cpu_to_le32(0xfffff0 + (e->ip & 1));  /* PSNs wrap early */
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = o->min_rnr_timer;
+    a.sgid_index = 0;
+    a.hop_limit = 64;
+    a.dgid[10] = a.dgid[11] = 0xff;
+    stl_be_p(&a.dgid[12], peer->ip);
+    memcpy(a.dmac, peer->mac, 6);
+    g_assert_cmpint(modify(e->d, e->qpn, M(STATE) | M(AV) | M(PATH_MTU) |
+                           M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) |
+                           M(MIN_RNR_TIMER), &a), ==, QHCA_CMD_OK);
+    a.qp_state = QHCA_QPS_RTS;
+    a.timeout = o->timeout;
+    a.retry_cnt = o->retry_cnt;
+    a.rnr_retry = o->rnr_retry;
+    a.sq_psn = cpu_to_le32(0xfffff0 + (peer->ip & 1));
+    a.max_rd_atomic = 4;
+    g_assert_cmpint(modify(e->d, e->qpn, M(STATE) | M(TIMEOUT) | M(RETRY_CNT) |
+                           M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
+                           &a), ==, QHCA_CMD_OK);
+}
+
+static const ConnOpts default_opts = {
+    .mtu = 3, .timeout = 8, .retry_cnt = 7, .rnr_retry = 7,
+    .min_rnr_timer = 1, .access = ALL_ACCESS & ~QHCA_ACCESS_LOCAL_WRITE,
+};
+
+static void rc_pair(Pair *p, End *a, End *b, const ConnOpts *o, bool b_srq)
+{
+    end_create(a, &p->a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create(b, &p->b, QHCA_QPT_RC, IP_B, mac_b, b_srq);
+    rc_connect_one(a, b, o ? o : &default_opts);
+    rc_connect_one(b, a, o ? o : &default_opts);
+}
+
+static void post_send(End *e, struct qhca_send_wqe *w,
+                      const struct qhca_sge *sges, unsigned nsge,
+                      const void *inl, uint32_t inl_len)
+{
+    uint64_t a = ring_addr(&e->sq, e->sq_pi);
+
+    if (inl) {
+        w->flags |= QHCA_WQE_INLINE;
+        w->inline_len = cpu_to_le32(inl_len);
+        qtest_memwrite(e->d->t.qts, a + QHCA_SEND_WQE_HDR_SIZE, inl, inl_len);
+    } else {
+        w->num_sge = nsge;
+        qtest_memwrite(e->d->t.qts, a + QHCA_SEND_WQE_HDR_SIZE, sges,
+                       nsge * sizeof(*sges));
+    }
+    qtest_memwrite(e->d->t.qts, a, w, sizeof(*w));
+    e->sq_pi++;
+    db(e->d, 0, QHCA_DB_SQ, e->qpn | (uint32_t)e->sq_pi << 16);
+}
+
+static void post_recv(End *e, uint64_t wr_id, const struct qhca_sge *sges,
+                      unsigned nsge)
+{
+    struct qhca_recv_wqe w = { .wr_id = cpu_to_le64(wr_id), .num_sge = nsge };
+    bool srq = e->srqn != QHCA_NO_SRQ;
+    Ring *r = srq ? &e->srq : &e->rq;
+    uint16_t *pi = srq ? &e->srq_pi : &e->rq_pi;
+    uint64_t a = ring_addr(r, *pi);
+
+    qtest_memwrite(e->d->t.qts, a + QHCA_RECV_WQE_HDR_SIZE, sges,
+                   nsge * sizeof(*sges));
+    qtest_memwrite(e->d->t.qts, a, &w, sizeof(w));
+    (*pi)++;
+    if (srq) {
+        db(e->d, 0, QHCA_DB_SRQ, e->srqn | (uint32_t)*pi << 16);
+    } else {
+        db(e->d, 0, QHCA_DB_RQ, e->qpn | (uint32_t)*pi << 16);
+    }
+}
+
+/* Has the device written CQE @ci of ring @r (pages not contiguous)? */
+static bool cqe_ready(End *e, uint16_t ci)
+{
+    uint8_t owner = qtest_readb(e->d->t.qts, ring_addr(&e->cq, ci) +
+                                offsetof(struct qhca_cqe, owner));
+
+    return (owner & QHCA_OWNER_BIT) == !((ci >> e->cq.log) & 1);
+}
+
+static bool wait_cqe(End *e)
+{
+    int i;
+
+    for (i = 0; i < 200000; i++) {
+        if (cqe_ready(e, e->cq_ci)) {
+            return true;
+        }
+        wire_pump();
+        qtest_clock_step(e->d->t.qts, 10000);
+    }
+    return false;
+}
+
+static struct qhca_cqe poll_cq(End *e)
+{
+    struct qhca_cqe c;
+
+    g_assert_true(wait_cqe(e));
+    qtest_memread(e->d->t.qts, ring_addr(&e->cq, e->cq_ci), &c, sizeof(c));
+    e->cq_ci++;
+    db(e->d, 0, QHCA_DB_CQ_CI, e->cqn | (uint32_t)e->cq_ci << 16);
+    return c;
+}
+
+/* Let the devices and the wire run for @steps, then: is the CQ empty? */
+static bool cq_idle(End *e, int steps)
+{
+    int i;
+
+    for (i = 0; i < steps; i++) {
+        wire_pump();
+        qtest_clock_step(e->d->t.qts, 10000);
+    }
+    return !cqe_ready(e, e->cq_ci);
+}
+
+static void expect_cqe(End *e, uint64_t wr_id, uint8_t status, uint8_t opcode)
+{
+    struct qhca_cqe c = poll_cq(e);
+
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, wr_id);
+    g_assert_cmpuint(c.status, ==, status);
+    if (status == QHCA_CQE_SUCCESS) {
+        g_assert_cmpuint(c.opcode, ==, opcode);
+    }
+    g_assert_cmpuint(le32_to_cpu(c.qpn), ==, e->qpn);
+}
+
+static uint8_t qp_state(End *e)
+{
+    return query_qp(e->d, e->qpn).qp_state;
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        buf[i] = (uint8_t)(i * 7 + seed + (i >> 8));
+    }
+}
+
+static struct qhca_send_wqe wqe(uint8_t opcode, uint64_t wr_id)
+{
+    struct qhca_send_wqe w = { 0 };
+
+    w.opcode = opcode;
+    w.flags = QHCA_WQE_SIGNALED;
+    w.wr_id = cpu_to_le64(wr_id);
+    return w;
+}
+
+static void test_wire_send_recv(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s[2], r[2];
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    uint8_t out[3000], in[5000], inl[100];
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x10000100);
+    mb = mr_reg(&p.b, b.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x7f0000000000);
+
+    /* 3000 bytes from two SGEs into two SGEs: 3 packets at MTU 1024 */
+    fill(out, sizeof(out), 1);
+    mr_io(&p.a, &ma, 0, out, sizeof(out), true);
+    s[0] = sge(&ma, 0, 1000);
+    s[1] = sge(&ma, 1000, 2000);
+    r[0] = sge(&mb, 0, 1500);
+    r[1] = sge(&mb, 4000, 4000);
+    post_recv(&b, 0xb1, r, 2);
+    w = wqe(QHCA_WQE_SEND_WITH_IMM, 0xa1);
+    memcpy(w.imm_data, "\x12\x34\x56\x78", 4);
+    post_send(&a, &w, s, 2, NULL, 0);
+
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 3000);
+    g_assert_cmpuint(le32_to_cpu(c.qpn), ==, b.qpn);
+    g_assert_cmphex(c.flags & QHCA_CQE_WITH_IMM, ==, QHCA_CQE_WITH_IMM);
+    g_assert_cmpmem(c.imm_data, 4, "\x12\x34\x56\x78", 4);
+    expect_cqe(&a, 0xa1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    mr_io(&p.b, &mb, 0, in, 1500, false);
+    mr_io(&p.b, &mb, 4000, in + 1500, 1500, false);
+    g_assert_cmpmem(in, 3000, out, 3000);
+
+    /* Inline data, no immediate; an unsignaled send makes no CQE */
+    fill(inl, sizeof(inl), 9);
+    r[0] = sge(&mb, 0, 5000);
+    post_recv(&b, 0xb2, r, 1);
+    post_recv(&b, 0xb3, r, 1);
+    w = wqe(QHCA_WQE_SEND, 0xa2);
+    w.flags = 0;
+    post_send(&a, &w, NULL, 0, inl, sizeof(inl));
+    w = wqe(QHCA_WQE_SEND, 0xa3);
+    post_send(&a, &w, s, 1, NULL, 0);
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb2);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, sizeof(inl));
+    g_assert_cmphex(c.flags & QHCA_CQE_WITH_IMM, ==, 0);
+    expect_cqe(&b, 0xb3, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&a, 0xa3, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    g_assert_true(cq_idle(&a, 20));
+    pair_stop(&p);
+}
+
+static void test_wire_srq(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+    struct qhca_cmd_modify_srq ms = { 0 };
+    struct qhca_eqe eqe;
+    uint32_t i, v;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, true);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x2000);
+    for (i = 0; i < 3; i++) {
+        r = sge(&mb, i * 64, 64);
+        post_recv(&b, 0x100 + i, &r, 1);
+    }
+    /* Limit event once fewer than 2 receive WQEs remain */
+    ms.srqn = cpu_to_le32(b.srqn);
+    ms.limit = cpu_to_le32(2);
+    cmd_ok(&p.b, QHCA_CMD_MODIFY_SRQ, &ms, sizeof(ms));
+    db(&p.b, 0, QHCA_DB_AEQ, QHCA_DB_AEQ_ARM);
+    for (i = 0; i < 3; i++) {
+        v = cpu_to_le32(0xabc0 + i);
+        mr_io(&p.a, &ma, i * 4, &v, 4, true);
+        s = sge(&ma, i * 4, 4);
+        w = wqe(QHCA_WQE_SEND, i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+    }
+    for (i = 0; i < 3; i++) {
+        struct qhca_cqe c = poll_cq(&b);
+
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x100 + i);
+        g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        mr_io(&p.b, &mb, i * 64, &v, 4, false);
+        g_assert_cmphex(le32_to_cpu(v), ==, 0xabc0 + i);
+    }
+    g_assert_true(wait_entry(p.b.t.qts, p.b.base + AEQ_OFF, AEQ_LOG, 16,
+                             offsetof(struct qhca_eqe, owner), 0));
+    qtest_memread(p.b.t.qts, p.b.base + AEQ_OFF, &eqe, sizeof(eqe));
+    g_assert_cmpuint(eqe.type, ==, QHCA_EQE_SRQ_LIMIT);
+    g_assert_cmpuint(le32_to_cpu(eqe.obj), ==, b.srqn);
+    pair_stop(&p);
+}
+
+static void test_wire_write_read_1m(void)
+{
+    Pair p;
+    End a, b;
+    Mr src, dst, back, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    const uint32_t len = 1 << 20;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    src = mr_reg(&p.a, a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x40000000);
+    back = mr_reg(&p.a, a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x50000123);
+    dst = mr_reg(&p.b, b.pdn, len + 64, QHCA_ACCESS_LOCAL_WRITE |
+                 QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_READ,
+                 0x7f1234560000);
+    fill(out, len, 3);
+    mr_io(&p.a, &src, 0, out, len, true);
+
+    w = wqe(QHCA_WQE_RDMA_WRITE, 0x11);
+    w.rdma.remote_addr = cpu_to_le64(dst.iova + 32);
+    w.rdma.rkey = cpu_to_le32(dst.key);
+    s = sge(&src, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    c = poll_cq(&a);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RDMA_WRITE);
+    mr_io(&p.b, &dst, 32, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+
+    w = wqe(QHCA_WQE_RDMA_READ, 0x12);
+    w.rdma.remote_addr = cpu_to_le64(dst.iova + 32);
+    w.rdma.rkey = cpu_to_le32(dst.key);
+    s = sge(&back, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    c = poll_cq(&a);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x12);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RDMA_READ);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, len);
+    memset(in, 0, len);
+    mr_io(&p.a, &back, 0, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+
+    /* WRITE with immediate: the responder consumes a receive WQE */
+    mb = mr_reg(&p.b, b.pdn, 64, QHCA_ACCESS_LOCAL_WRITE, 0x9000);
+    s = sge(&mb, 0, 64);
+    post_recv(&b, 0x21, &s, 1);
+    w = wqe(QHCA_WQE_RDMA_WRITE_WITH_IMM, 0x13);
+    w.rdma.remote_addr = cpu_to_le64(dst.iova);
+    w.rdma.rkey = cpu_to_le32(dst.key);
+    memcpy(w.imm_data, "\xca\xfe\xf0\x0d", 4);
+    s = sge(&src, 0, 2500);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x21);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV_RDMA_WITH_IMM);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 2500);
+    g_assert_cmpmem(c.imm_data, 4, "\xca\xfe\xf0\x0d", 4);
+    expect_cqe(&a, 0x13, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_WRITE);
+    pair_stop(&p);
+}
+
+static void test_wire_atomics(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    uint64_t v;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 64, QHCA_ACCESS_LOCAL_WRITE, 0x3000);
+    mb = mr_reg(&p.b, b.pdn, 64, QHCA_ACCESS_REMOTE_ATOMIC, 0x8000);
+    v = cpu_to_le64(100);
+    mr_io(&p.b, &mb, 8, &v, 8, true);
+
+    w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 1);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 8);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    w.rdma.compare_add = cpu_to_le64(5);
+    s = sge(&ma, 0, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_FETCH_ADD);
+    mr_io(&p.a, &ma, 0, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 100);
+    mr_io(&p.b, &mb, 8, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 105);
+
+    w = wqe(QHCA_WQE_ATOMIC_CMP_AND_SWP, 2);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 8);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    w.rdma.compare_add = cpu_to_le64(105);
+    w.rdma.swap = cpu_to_le64(7);
+    s = sge(&ma, 8, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    /* A compare that fails leaves memory alone */
+    w = wqe(QHCA_WQE_ATOMIC_CMP_AND_SWP, 3);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 8);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    w.rdma.compare_add = cpu_to_le64(1);
+    w.rdma.swap = cpu_to_le64(99);
+    s = sge(&ma, 16, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_COMP_SWAP);
+    expect_cqe(&a, 3, QHCA_CQE_SUCCESS, QHCA_CQE_OP_COMP_SWAP);
+    mr_io(&p.a, &ma, 8, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 105);
+    mr_io(&p.a, &ma, 16, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 7);
+    mr_io(&p.b, &mb, 8, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 7);
+
+    /* Misaligned atomics are invalid requests */
+    w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 4);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 4);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&ma, 0, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 4, QHCA_CQE_REM_INV_REQ_ERR, 0);
+    pair_stop(&p);
+}
+
+static void test_wire_ud(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    struct qhca_cmd_create_ah ah = { 0 };
+    struct qhca_qp_attr at = { 0 };
+    struct qhca_cqe c;
+    uint8_t out[100], in[140];
+    uint32_t ahn;
+    End *e[2] = { &a, &b };
+    int i;
+
+    pair_start(&p, WIRE_PASS);
+    end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
+    for (i = 0; i < 2; i++) {
+        at.qp_state = QHCA_QPS_INIT;
+        at.qkey = cpu_to_le32(0x1234);
+        g_assert_cmpint(modify(e[i]->d, e[i]->qpn, M(STATE) | M(PKEY_INDEX) |
+                               M(PORT) | M(QKEY), &at), ==, QHCA_CMD_OK);
+        at.qp_state = QHCA_QPS_RTR;
+        g_assert_cmpint(modify(e[i]->d, e[i]->qpn, M(STATE), &at), ==,
+                        QHCA_CMD_OK);
+        at.qp_state = QHCA_QPS_RTS;
+        g_assert_cmpint(modify(e[i]->d, e[i]->qpn, M(STATE) | M(SQ_PSN),
+                               &at), ==, QHCA_CMD_OK);
+    }
+    ah.pdn = cpu_to_le32(a.pdn);
+    ah.hop_limit = 64;
+    ah.dgid[10] = ah.dgid[11] = 0xff;
+    stl_be_p(&ah.dgid[12], IP_B);
+    memcpy(ah.dmac, mac_b, 6);
+    ahn = cmd_ok(&p.a, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
+
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    fill(out, sizeof(out), 5);
+    mr_io(&p.a, &ma, 0, out, sizeof(out), true);
+    s = sge(&mb, 0, 40 + sizeof(out));
+    post_recv(&b, 0x77, &s, 1);
+
+    /* A wrong Q_Key is dropped without a completion */
+    w = wqe(QHCA_WQE_SEND, 0x60);
+    w.ud.ahn = cpu_to_le32(ahn);
+    w.ud.remote_qpn = cpu_to_le32(b.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x4321);
+    s = sge(&ma, 0, sizeof(out));
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x60, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    g_assert_true(cq_idle(&b, 50));
+
+    w = wqe(QHCA_WQE_SEND_WITH_IMM, 0x61);
+    w.ud.ahn = cpu_to_le32(ahn);
+    w.ud.remote_qpn = cpu_to_le32(b.qpn);
+    w.ud.remote_qkey = cpu_to_le32(0x1234);
+    memcpy(w.imm_data, "\x01\x02\x03\x04", 4);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x61, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x77);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 40 + sizeof(out));
+    g_assert_cmpuint(le32_to_cpu(c.src_qp), ==, a.qpn);
+    g_assert_cmphex(c.flags & (QHCA_CQE_GRH | QHCA_CQE_WITH_IMM), ==,
+                    QHCA_CQE_GRH | QHCA_CQE_WITH_IMM);
+    g_assert_cmpuint(c.network_hdr_type, ==, 2);
+    mr_io(&p.b, &mb, 0, in, sizeof(in), false);
+    /* The IPv4 header fills the last 20 bytes of the 40-byte GRH */
+    g_assert_cmphex(in[20], ==, 0x45);
+    g_assert_cmphex((uint32_t)ldl_be_p(in + 20 + 12), ==, IP_A);
+    g_assert_cmphex((uint32_t)ldl_be_p(in + 20 + 16), ==, IP_B);
+    g_assert_cmpmem(in + 40, sizeof(out), out, sizeof(out));
+    pair_stop(&p);
+}
+
+/* A remote access that the rkey does not allow: NAK, nothing touched */
+static void check_bad_remote(uint32_t rkey_xor, uint64_t off, uint32_t len,
+                             uint8_t op, uint32_t mb_access)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    uint8_t before[8192], after[8192];
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, mb_access, 0x20000);
+    fill(before, sizeof(before), 77);
+    mr_io(&p.a, &ma, 0, before, sizeof(before), true);
+    fill(before, 4096, 33);
+    mr_io(&p.b, &mb, 0, before, 4096, true);
+
+    w = wqe(op, 0xe1);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + off);
+    w.rdma.rkey = cpu_to_le32(mb.key ^ rkey_xor);
+    s = sge(&ma, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_SEND, 0xe2);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0xe1, QHCA_CQE_REM_ACCESS_ERR, 0);
+    expect_cqe(&a, 0xe2, QHCA_CQE_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(&a), ==, QHCA_QPS_ERR);
+    g_assert_cmpuint(qp_state(&b), ==, QHCA_QPS_ERR);
+    mr_io(&p.b, &mb, 0, after, 4096, false);
+    g_assert_cmpmem(after, 4096, before, 4096);
+    if (op == QHCA_WQE_RDMA_READ) {
+        fill(before, sizeof(before), 77);
+        mr_io(&p.a, &ma, 0, after, len, false);
+        g_assert_cmpmem(after, len, before, len);
+    }
+    pair_stop(&p);
+}
+
+static void test_wire_bad_rkey(void)
+{
+    check_bad_remote(0x100, 0, 64, QHCA_WQE_RDMA_WRITE,
+                     QHCA_ACCESS_REMOTE_WRITE);
+}
+
+static void test_wire_out_of_bounds(void)
+{
+    /* One byte past the end, spread over several packets */
+    check_bad_remote(0, 1, 4096, QHCA_WQE_RDMA_WRITE,
+                     QHCA_ACCESS_REMOTE_WRITE);
+    check_bad_remote(0, 4000, 200, QHCA_WQE_RDMA_READ,
+                     QHCA_ACCESS_REMOTE_READ);
+}
+
+static void test_wire_access_flags(void)
+{
+    /* A read-only MR cannot be written, a write-only one not read */
+    check_bad_remote(0, 0, 64, QHCA_WQE_RDMA_WRITE, QHCA_ACCESS_REMOTE_READ);
+    check_bad_remote(0, 0, 64, QHCA_WQE_RDMA_READ, QHCA_ACCESS_REMOTE_WRITE);
+}
+
+static void test_wire_bad_wqe(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    uint32_t errors = 0;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&ma, 0, 16);
+    errors = rd(&p.a.t, QHCA_REG_STAT_GUEST_ERRORS);
+    w = wqe(0x55, 0xd1);                /* no such opcode */
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_SEND, 0xd2);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_SEND, 0xd3);
+    w.flags = 0;                        /* flushed all the same */
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0xd1, QHCA_CQE_LOC_QP_OP_ERR, 0);
+    expect_cqe(&a, 0xd2, QHCA_CQE_WR_FLUSH_ERR, 0);
+    expect_cqe(&a, 0xd3, QHCA_CQE_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(&a), ==, QHCA_QPS_ERR);
+    g_assert_cmpuint(rd(&p.a.t, QHCA_REG_STAT_GUEST_ERRORS), >, errors);
+
+    /* Also: more SGEs than the WQE holds, and a bad local key */
+    end_create(&a, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_RC, IP_B, mac_b, false);
+    rc_connect_one(&a, &b, &default_opts);
+    rc_connect_one(&b, &a, &default_opts);
+    {
+        /* 13 SGEs do not fit the 256-byte WQEs of this QP (12 do) */
+        struct qhca_sge many[13];
+
+        ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+        for (int i = 0; i < 13; i++) {
+            many[i] = sge(&ma, i * 8, 8);
+        }
+        w = wqe(QHCA_WQE_SEND, 0xd4);
+        post_send(&a, &w, many, 13, NULL, 0);
+    }
+    s = sge(&ma, 0, 8);
+    w = wqe(QHCA_WQE_SEND, 0xd5);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0xd4, QHCA_CQE_LOC_QP_OP_ERR, 0);
+    expect_cqe(&a, 0xd5, QHCA_CQE_WR_FLUSH_ERR, 0);
+    pair_stop(&p);
+}
+
+static void test_wire_local_prot(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&ma, 4000, 200);            /* beyond the MR */
+    w = wqe(QHCA_WQE_SEND, 0xc1);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0xc1, QHCA_CQE_LOC_PROT_ERR, 0);
+    g_assert_cmpuint(qp_state(&a), ==, QHCA_QPS_ERR);
+    pair_stop(&p);
+}
+
+static void test_wire_remote_errors(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+
+    /* Receive buffer too small: invalid request / local length error */
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    r = sge(&mb, 0, 100);
+    post_recv(&b, 0xf1, &r, 1);
+    s = sge(&ma, 0, 200);
+    w = wqe(QHCA_WQE_SEND, 0xf2);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&b, 0xf1, QHCA_CQE_LOC_LEN_ERR, 0);
+    expect_cqe(&a, 0xf2, QHCA_CQE_REM_INV_REQ_ERR, 0);
+
+    /* Receive WQE with a bad lkey: remote operation error */
+    end_create(&a, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_RC, IP_B, mac_b, false);
+    rc_connect_one(&a, &b, &default_opts);
+    rc_connect_one(&b, &a, &default_opts);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, 0, 0x1000);      /* not writable */
+    r = sge(&mb, 0, 100);
+    post_recv(&b, 0xf3, &r, 1);
+    s = sge(&ma, 0, 50);
+    w = wqe(QHCA_WQE_SEND, 0xf4);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&b, 0xf3, QHCA_CQE_LOC_PROT_ERR, 0);
+    expect_cqe(&a, 0xf4, QHCA_CQE_REM_OP_ERR, 0);
+    pair_stop(&p);
+}
+
+static void lossy_run(WirePolicy policy, unsigned count)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    unsigned sent = 0, recvd = 0, acked = 0, posted = 0;
+    uint32_t v;
+
+    pair_start(&p, policy);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4 * count, QHCA_ACCESS_LOCAL_WRITE, 0x100000);
+    mb = mr_reg(&p.b, b.pdn, 4 * count, QHCA_ACCESS_LOCAL_WRITE, 0x200000);
+    for (v = 0; v < count; v++) {
+        uint32_t le = cpu_to_le32(v + 1);
+
+        mr_io(&p.a, &ma, 4 * v, &le, 4, true);
+    }
+    while (recvd < count || acked < count) {
+        /* keep 64 receives and 32 sends outstanding */
+        while (posted < count && posted - recvd < 64) {
+            s = sge(&mb, 4 * posted, 4);
+            post_recv(&b, posted, &s, 1);
+            posted++;
+        }
+        while (sent < count && sent - acked < 32) {
+            s = sge(&ma, 4 * sent, 4);
+            w = wqe(QHCA_WQE_SEND, sent);
+            post_send(&a, &w, &s, 1, NULL, 0);
+            sent++;
+        }
+        if (recvd < MIN(sent, posted)) {
+            struct qhca_cqe c;
+
+            c = poll_cq(&b);
+
+            /* In order, exactly once: receive n holds message n */
+            g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+            g_assert_cmpuint(le64_to_cpu(c.wr_id), ==, recvd);
+            mr_io(&p.b, &mb, 4 * recvd, &v, 4, false);
+            g_assert_cmpuint(le32_to_cpu(v), ==, recvd + 1);
+            recvd++;
+        }
+        while (acked < recvd) {
+            struct qhca_cqe c = poll_cq(&a);
+
+            g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+            g_assert_cmpuint(le64_to_cpu(c.wr_id), ==, acked);
+            acked++;
+        }
+    }
+    /* Nothing more: no duplicate delivery */
+    g_assert_true(cq_idle(&b, 200));
+    g_assert_true(cq_idle(&a, 10));
+    if (policy == WIRE_DROP_EVERY_5) {
+        g_assert_cmpuint(p.w.dropped, >=, count / 5);
+        g_assert_cmpuint(rd(&p.a.t, QHCA_REG_STAT_RETRANSMITS), >, 0);
+    }
+    pair_stop(&p);
+}
+
+static void test_wire_lossy(void)
+{
+    lossy_run(WIRE_DROP_EVERY_5, 1000);
+}
+
+static void test_wire_dup(void)
+{
+    lossy_run(WIRE_DUP, 200);
+}
+
+static void test_wire_reorder(void)
+{
+    lossy_run(WIRE_REORDER, 200);
+}
+
+static void test_wire_retry_exceeded(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    ConnOpts o = default_opts;
+
+    /* The peer is gone: nothing comes back */
+    pair_start(&p, WIRE_BLACKHOLE);
+    o.retry_cnt = 3;
+    rc_pair(&p, &a, &b, &o, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&ma, 0, 100);
+    w = wqe(QHCA_WQE_SEND, 0x99);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x99, QHCA_CQE_RETRY_EXC_ERR, 0);
+    g_assert_cmpuint(qp_state(&a), ==, QHCA_QPS_ERR);
+    /* the first transmission and three retries */
+    g_assert_cmpuint(p.w.dropped, ==, 4);
+    pair_stop(&p);
+}
+
+static void test_wire_rnr(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    ConnOpts o = default_opts;
+
+    /* rnr_retry 2: three RNR NAKs end it */
+    pair_start(&p, WIRE_PASS);
+    o.rnr_retry = 2;
+    rc_pair(&p, &a, &b, &o, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&ma, 0, 10);
+    w = wqe(QHCA_WQE_SEND, 0x31);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x31, QHCA_CQE_RNR_RETRY_EXC_ERR, 0);
+
+    /* rnr_retry 7 retries until a receive is posted */
+    o.rnr_retry = 7;
+    end_create(&a, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_RC, IP_B, mac_b, false);
+    rc_connect_one(&a, &b, &o);
+    rc_connect_one(&b, &a, &o);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&ma, 0, 10);
+    w = wqe(QHCA_WQE_SEND, 0x32);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    g_assert_true(cq_idle(&a, 300));
+    s = sge(&mb, 0, 10);
+    post_recv(&b, 0x33, &s, 1);
+    expect_cqe(&b, 0x33, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&a, 0x32, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    pair_stop(&p);
+}
+
+static void test_wire_fast_reg(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    struct qhca_cmd_alloc_mr am = { 0 };
+    struct qhca_cqe c;
+    uint64_t pbl, mem;
+    uint32_t key;
+    uint8_t out[256], in[256];
+    int i;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    am.pdn = cpu_to_le32(b.pdn);
+    am.max_pages = cpu_to_le32(4);
+    am.key_variant = cpu_to_le32(1);
+    key = cmd_ok(&p.b, QHCA_CMD_ALLOC_MR, &am, sizeof(am));
+
+    /* Not registered yet: no access */
+    fill(out, sizeof(out), 8);
+    mr_io(&p.a, &ma, 0, out, sizeof(out), true);
+
+    /* B registers two pages through its send queue, with a new key */
+    pbl = dev_alloc(&p.b, 4096);
+    mem = dev_alloc(&p.b, 2 * 4096);
+    for (i = 0; i < 2; i++) {
+        qtest_writeq(p.b.t.qts, pbl + 8 * i, mem + 4096 * (1 - i));
+    }
+    key = (key & ~0xffu) | 2;
+    w = wqe(QHCA_WQE_REG_MR, 0x41);
+    w.reg.iova = cpu_to_le64(0xa000);
+    w.reg.length = cpu_to_le64(8192);
+    w.reg.pbl_addr = cpu_to_le64(pbl);
+    w.reg.key = cpu_to_le32(key);
+    w.reg.access = cpu_to_le32(QHCA_ACCESS_REMOTE_WRITE |
+                               QHCA_ACCESS_LOCAL_WRITE);
+    w.reg.num_pages = cpu_to_le32(2);
+    w.reg.page_shift = 12;
+    post_send(&b, &w, NULL, 0, NULL, 0);
+    expect_cqe(&b, 0x41, QHCA_CQE_SUCCESS, QHCA_CQE_OP_REG_MR);
+
+    /* A writes across the page boundary of the new registration */
+    w = wqe(QHCA_WQE_RDMA_WRITE, 0x42);
+    w.rdma.remote_addr = cpu_to_le64(0xa000 + 4096 - 100);
+    w.rdma.rkey = cpu_to_le32(key);
+    s = sge(&ma, 0, sizeof(out));
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x42, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_WRITE);
+    qtest_memread(p.b.t.qts, mem + 4096 + 4096 - 100, in, 100);
+    qtest_memread(p.b.t.qts, mem, in + 100, sizeof(in) - 100);
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+
+    /* SEND_WITH_INV invalidates it at B */
+    s = sge(&mb, 0, 64);
+    post_recv(&b, 0x43, &s, 1);
+    w = wqe(QHCA_WQE_SEND_WITH_INV, 0x44);
+    w.invalidate_rkey = cpu_to_le32(key);
+    s = sge(&ma, 0, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x43);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmphex(c.flags & QHCA_CQE_WITH_INV, ==, QHCA_CQE_WITH_INV);
+    g_assert_cmphex(le32_to_cpu(c.invalidated_rkey), ==, key);
+    expect_cqe(&a, 0x44, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+
+    /* ... and the next write through the invalidated key fails */
+    w = wqe(QHCA_WQE_RDMA_WRITE, 0x45);
+    w.rdma.remote_addr = cpu_to_le64(0xa000);
+    w.rdma.rkey = cpu_to_le32(key);
+    s = sge(&ma, 0, 16);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x45, QHCA_CQE_REM_ACCESS_ERR, 0);
+
+    /* LOCAL_INV of an MR that is not fast-register fails locally */
+    end_create(&a, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_RC, IP_B, mac_b, false);
+    rc_connect_one(&a, &b, &default_opts);
+    rc_connect_one(&b, &a, &default_opts);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    w = wqe(QHCA_WQE_LOCAL_INV, 0x46);
+    w.invalidate_rkey = cpu_to_le32(mb.key);
+    post_send(&b, &w, NULL, 0, NULL, 0);
+    expect_cqe(&b, 0x46, QHCA_CQE_LOC_PROT_ERR, 0);
+    pair_stop(&p);
+}
+
+static void test_wire_solicited(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    struct qhca_eqe eqe;
+    int i;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    for (i = 0; i < 2; i++) {
+        s = sge(&mb, 64 * i, 64);
+        post_recv(&b, i, &s, 1);
+    }
+    db(&p.b, 0, QHCA_DB_CQ_ARM_SOLICITED, b.cqn);
+    s = sge(&ma, 0, 8);
+    w = wqe(QHCA_WQE_SEND, 1);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    /* Not solicited: no event */
+    g_assert_false(ring_has_entry(p.b.t.qts, b.eq.page[0], 6, 16,
+                                  offsetof(struct qhca_eqe, owner), 0));
+    w = wqe(QHCA_WQE_SEND, 2);
+    w.flags |= QHCA_WQE_SOLICITED;
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    g_assert_true(wait_entry(p.b.t.qts, b.eq.page[0], 6, 16,
+                             offsetof(struct qhca_eqe, owner), 0));
+    qtest_memread(p.b.t.qts, b.eq.page[0], &eqe, sizeof(eqe));
+    g_assert_cmpuint(eqe.type, ==, QHCA_EQE_COMPLETION);
+    g_assert_cmpuint(le32_to_cpu(eqe.obj), ==, b.cqn);
+    expect_cqe(&b, 0, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    g_assert_cmphex(poll_cq(&b).flags & QHCA_CQE_SOLICITED, ==,
+                    QHCA_CQE_SOLICITED);
+    pair_stop(&p);
+}
+
+/* Frames from the wire are hostile: bad ICRC, truncation, garbage */
+static void test_wire_hostile_frames(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    g_autoptr(GByteArray) frame = g_byte_array_new();
+    uint32_t bad_icrc, dropped;
+    uint8_t junk[600];
+    unsigned i;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&mb, 0, 64);
+    post_recv(&b, 1, &s, 1);
+    post_recv(&b, 2, &s, 1);
+    s = sge(&ma, 0, 32);
+    w = wqe(QHCA_WQE_SEND, 1);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&a, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    /* The last frame A sent was the SEND: replay it damaged */
+    g_byte_array_append(frame, p.w.last[0]->data, p.w.last[0]->len);
+    g_assert_cmpuint(frame->len, >, 60);
+
+    bad_icrc = rd(&p.b.t, QHCA_REG_STAT_RX_BAD_ICRC);
+    dropped = rd(&p.b.t, QHCA_REG_STAT_RX_DROPPED);
+    frame->data[frame->len - 1] ^= 0x5a;
+    wire_write(p.w.fd[1], frame->data, frame->len);
+    frame->data[frame->len - 1] ^= 0x5a;
+    /* every truncation of it */
+    for (i = 1; i < frame->len; i += 3) {
+        wire_write(p.w.fd[1], frame->data, i);
+    }
+    /* random bytes, addressed to B */
+    for (i = 0; i < 50; i++) {
+        size_t n = g_test_rand_int_range(14, sizeof(junk));
+        size_t j;
+
+        for (j = 0; j < n; j++) {
+            junk[j] = g_test_rand_int();
+        }
+        memcpy(junk, mac_b, 6);
+        if (i & 1) {
+            memcpy(junk + 12, frame->data + 12, MIN(n, 40) - 12);
+        }
+        wire_write(p.w.fd[1], junk, n);
+    }
+    /* The replay of a good frame is a duplicate: ACKed, not delivered */
+    wire_write(p.w.fd[1], frame->data, frame->len);
+    g_assert_true(cq_idle(&b, 100));
+    g_assert_cmpuint(rd(&p.b.t, QHCA_REG_STAT_RX_BAD_ICRC), ==, bad_icrc + 1);
+    g_assert_cmpuint(rd(&p.b.t, QHCA_REG_STAT_RX_DROPPED), >=, dropped + 50);
+
+    /* B still works */
+    w = wqe(QHCA_WQE_SEND, 2);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&b, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&a, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    pair_stop(&p);
+}
+
+#undef M
+
+static void qhca_add_wire_tests(void)
+{
+    qtest_add_func("/qhca/wire/send-recv", test_wire_send_recv);
+    qtest_add_func("/qhca/wire/srq", test_wire_srq);
+    qtest_add_func("/qhca/wire/write-read-1m", test_wire_write_read_1m);
+    qtest_add_func("/qhca/wire/atomics", test_wire_atomics);
+    qtest_add_func("/qhca/wire/ud-grh", test_wire_ud);
+    qtest_add_func("/qhca/wire/bad-rkey", test_wire_bad_rkey);
+    qtest_add_func("/qhca/wire/out-of-bounds", test_wire_out_of_bounds);
+    qtest_add_func("/qhca/wire/access-flags", test_wire_access_flags);
+    qtest_add_func("/qhca/wire/bad-wqe", test_wire_bad_wqe);
+    qtest_add_func("/qhca/wire/local-prot", test_wire_local_prot);
+    qtest_add_func("/qhca/wire/remote-errors", test_wire_remote_errors);
+    qtest_add_func("/qhca/wire/fast-reg", test_wire_fast_reg);
+    qtest_add_func("/qhca/wire/solicited", test_wire_solicited);
+    qtest_add_func("/qhca/wire/hostile-frames", test_wire_hostile_frames);
+    qtest_add_func("/qhca/wire/rnr", test_wire_rnr);
+    qtest_add_func("/qhca/wire/retry-exceeded", test_wire_retry_exceeded);
+    qtest_add_func("/qhca/wire/dup", test_wire_dup);
+    qtest_add_func("/qhca/wire/reorder", test_wire_reorder);
+    qtest_add_func("/qhca/wire/lossy-1000", test_wire_lossy);
+}
 
 static void qhca_add_cmd_tests(void)
 {
@@ -1044,6 +2471,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/regs/enable-bad-config", test_enable_bad_config);
     qtest_add_func("/qhca/doorbell/read", test_doorbell_page_reads);
     qhca_add_cmd_tests();
+    qhca_add_wire_tests();
 
     return g_test_run();
 }
