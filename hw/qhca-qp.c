@@ -725,6 +725,8 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
             e->req_idx++;
             return;
         }
+        trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
+                             w.num_sge, e->req_off);
         status = wqe_check(c, qp, &w, addr, sge, &len);
         if (status) {
             st->opcode = w.opcode;

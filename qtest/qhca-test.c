@@ -2444,6 +2444,41 @@ static void qhca_add_wire_tests(void)
     qtest_add_func("/qhca/wire/lossy-1000", test_wire_lossy);
 }
 
+/* Random commands and doorbells must not hurt the device */
+static void test_cmd_fuzz(void)
+{
+    QhcaDev d;
+    uint32_t i, status_ok = 0;
+
+    dev_up(&d);
+    mk_pd(&d);
+    for (i = 0; i < 3000; i++) {
+        uint8_t payload[104];
+        uint32_t *w = (uint32_t *)payload;
+        uint16_t op = g_test_rand_int_range(0, QHCA_CMD_MAX + 2);
+        unsigned j;
+
+        for (j = 0; j < sizeof(payload) / 4; j++) {
+            /* small numbers hit valid handles, large ones everything else */
+            w[j] = g_test_rand_bit() ? g_test_rand_int_range(0, 8) :
+                   g_test_rand_int();
+        }
+        if (cmd_post(&d, op, payload, sizeof(payload), NULL) == QHCA_CMD_OK) {
+            status_ok++;
+        }
+        if (i % 16 == 0) {
+            /* user pages only: page 0 carries this test's command queue */
+            db(&d, g_test_rand_int_range(1, QHCA_DB_PAGES),
+               g_test_rand_int_range(0, 0x30) & ~3, g_test_rand_int());
+        }
+    }
+    /* Some random commands were valid; the device still answers */
+    g_assert_cmpuint(status_ok, >, 0);
+    cmd_ok(&d, QHCA_CMD_QUERY_DEVICE, NULL, 0);
+    g_assert_false(rd(&d.t, QHCA_REG_STATUS) & QHCA_STATUS_FATAL);
+    dev_down(&d);
+}
+
 static void qhca_add_cmd_tests(void)
 {
     qtest_add_func("/qhca/cmd/query", test_cmd_query);
@@ -2456,6 +2491,7 @@ static void qhca_add_cmd_tests(void)
     qtest_add_func("/qhca/cmd/srq-ah", test_cmd_srq_ah);
     qtest_add_func("/qhca/cmd/interrupt", test_cmd_interrupt);
     qtest_add_func("/qhca/cmd/reset-frees", test_cmd_reset_frees);
+    qtest_add_func("/qhca/cmd/fuzz", test_cmd_fuzz);
     qtest_add_func("/qhca/qp/flush", test_qp_flush);
 }
 
