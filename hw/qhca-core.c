@@ -26,6 +26,17 @@ void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val)
     qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
 }
 
+/*
+ * Register and doorbell use that the hardware contract leaves undefined:
+ * the device ignores it (a separate trace event, as hw/nvme does).
+ */
+void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val)
+{
+    c->stat_guest_errors++;
+    trace_qhca_ub_guest(what, val);
+    qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
+}
+
 static bool dma_read(QhcaCore *c, uint64_t addr, void *buf, uint64_t len)
 {
     return c->ops->dma_read(c->opaque, addr, buf, len);
@@ -37,7 +48,7 @@ static bool dma_write(QhcaCore *c, uint64_t addr, const void *buf,
     return c->ops->dma_write(c->opaque, addr, buf, len);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Page lists and rings
  */
 
@@ -200,7 +211,7 @@ static bool qhca_ci_valid(uint16_t pi, uint16_t old_ci, uint16_t new_ci)
     return (uint16_t)(new_ci - old_ci) <= (uint16_t)(pi - old_ci);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Events and completions
  */
 
@@ -298,7 +309,7 @@ bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe)
     return true;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Object tables
  */
 
@@ -545,7 +556,7 @@ static void qhca_free_all(QhcaCore *c)
     assert(c->pages_used == 0);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Commands
  */
 
@@ -1567,7 +1578,7 @@ void qhca_core_link_changed(QhcaCore *c)
     }
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Registers and doorbells
  */
 
@@ -1645,7 +1656,7 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
         return;
     }
     if (val & ~QHCA_CTRL_ENABLE) {
-        qhca_guest_error(c, "CTRL: reserved bits set", val);
+        qhca_guest_ub(c, "CTRL: reserved bits set", val);
     }
     if ((val & QHCA_CTRL_ENABLE) && !(c->ctrl & QHCA_CTRL_ENABLE)) {
         c->ctrl = QHCA_CTRL_ENABLE;
@@ -1719,7 +1730,7 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
     case QHCA_REG_STAT_GUEST_ERRORS:
         return c->stat_guest_errors;
     default:
-        qhca_guest_error(c, "read of undefined register", addr);
+        qhca_guest_ub(c, "read of undefined register", addr);
         return 0;
     }
 }
@@ -1741,11 +1752,11 @@ void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
         return;
     }
     if (addr < QHCA_REG_CMDQ_BASE_LO || addr > QHCA_REG_AEQ_LOG_DEPTH) {
-        qhca_guest_error(c, "write to read-only or undefined register", addr);
+        qhca_guest_ub(c, "write to read-only or undefined register", addr);
         return;
     }
     if (c->ctrl & QHCA_CTRL_ENABLE) {
-        qhca_guest_error(c, "queue register written while enabled", addr);
+        qhca_guest_ub(c, "queue register written while enabled", addr);
         return;
     }
     switch (addr) {
@@ -1777,7 +1788,7 @@ void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
         c->aeq_log_depth = val;
         break;
     default:
-        qhca_guest_error(c, "write to read-only or undefined register", addr);
+        qhca_guest_ub(c, "write to read-only or undefined register", addr);
         break;
     }
 }
@@ -1790,11 +1801,11 @@ static void qhca_db_cq(QhcaCore *c, uint32_t page, uint32_t off,
     QhcaCq *cq = LOOKUP(c, cq, cqn);
 
     if (!cq || cq->db_page != page) {
-        qhca_guest_error(c, "CQ doorbell: no such CQ on this page", val);
+        qhca_guest_ub(c, "CQ doorbell: no such CQ on this page", val);
         return;
     }
     if (!qhca_ci_valid(cq->ring.pi, cq->ring.ci, ci)) {
-        qhca_guest_error(c, "CQ doorbell: consumer index beyond producer",
+        qhca_guest_ub(c, "CQ doorbell: consumer index beyond producer",
                          val);
         return;
     }
@@ -1819,7 +1830,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         QhcaEq *eq = LOOKUP(c, eq, eqn);
 
         if (!eq || !qhca_ci_valid(eq->ring.pi, eq->ring.ci, ci)) {
-            qhca_guest_error(c, "EQ doorbell: bad EQ or index", val);
+            qhca_guest_ub(c, "EQ doorbell: bad EQ or index", val);
             return;
         }
         eq->ring.ci = ci;
@@ -1837,7 +1848,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t pi = val & 0xffff;
 
         if ((uint16_t)(pi - c->cmdq_ci) > (1u << c->cmdq_log_depth)) {
-            qhca_guest_error(c, "CMDQ doorbell: more commands than entries",
+            qhca_guest_ub(c, "CMDQ doorbell: more commands than entries",
                              val);
             return;
         }
@@ -1849,7 +1860,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t ci = val & QHCA_DB_CMDCQ_CI_MASK;
 
         if (!qhca_ci_valid(c->cmdcq_pi, c->cmdcq_ci, ci)) {
-            qhca_guest_error(c, "CMDCQ doorbell: index beyond producer", val);
+            qhca_guest_ub(c, "CMDCQ doorbell: index beyond producer", val);
             return;
         }
         c->cmdcq_ci = ci;
@@ -1868,7 +1879,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t ci = val & QHCA_DB_AEQ_CI_MASK;
 
         if (!qhca_ci_valid(c->aeq_pi, c->aeq_ci, ci)) {
-            qhca_guest_error(c, "AEQ doorbell: index beyond producer", val);
+            qhca_guest_ub(c, "AEQ doorbell: index beyond producer", val);
             return;
         }
         c->aeq_ci = ci;
@@ -1882,7 +1893,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         return;
     }
     }
-    qhca_guest_error(c, "write to undefined doorbell", off);
+    qhca_guest_ub(c, "write to undefined doorbell", off);
 }
 
 void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
@@ -1890,7 +1901,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
 {
     trace_qhca_doorbell(page, off, val);
     if (!(c->status & QHCA_STATUS_READY)) {
-        qhca_guest_error(c, "doorbell while the device is not ready", off);
+        qhca_guest_ub(c, "doorbell while the device is not ready", off);
         return;
     }
     switch (off) {
@@ -1900,7 +1911,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         QhcaQp *qp = LOOKUP(c, qp, qpn);
 
         if (!qp || qp->db_page != page) {
-            qhca_guest_error(c, "QP doorbell: no such QP on this page", val);
+            qhca_guest_ub(c, "QP doorbell: no such QP on this page", val);
             return;
         }
         qhca_qp_engine_doorbell(c, qp, off == QHCA_DB_SQ,
@@ -1913,11 +1924,11 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         uint16_t pi = val >> QHCA_DB_IDX_SHIFT;
 
         if (!srq || srq->db_page != page) {
-            qhca_guest_error(c, "SRQ doorbell: no such SRQ on this page", val);
+            qhca_guest_ub(c, "SRQ doorbell: no such SRQ on this page", val);
             return;
         }
         if ((uint16_t)(pi - srq->ring.ci) > (1u << srq->ring.log_depth)) {
-            qhca_guest_error(c, "SRQ doorbell: more WQEs than entries", val);
+            qhca_guest_ub(c, "SRQ doorbell: more WQEs than entries", val);
             return;
         }
         srq->ring.pi = pi;
@@ -1931,7 +1942,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         return;
     }
     if (page != QHCA_KERNEL_DB_PAGE) {
-        qhca_guest_error(c, "user doorbell page: undefined offset", off);
+        qhca_guest_ub(c, "user doorbell page: undefined offset", off);
         return;
     }
     qhca_db_kernel(c, off, val);

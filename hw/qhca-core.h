@@ -225,6 +225,7 @@ void qhca_core_link_changed(QhcaCore *c);
 
 /* Used by the QP engine */
 void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val);
+void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val);
 bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr);
 bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe);
 void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);

@@ -125,7 +125,7 @@ static void qp_schedule(QhcaCore *c)
     c->ops->schedule(c->opaque);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Errors and the ERR state
  */
 
@@ -139,7 +139,7 @@ static void qp_to_err(QhcaCore *c, QhcaQp *qp)
     qp->attr.qp_state = QHCA_QPS_ERR;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Local memory: scatter/gather through lkeys
  */
 
@@ -188,7 +188,7 @@ static uint64_t sge_total(const struct qhca_sge *sge, unsigned n)
     return t;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Frames
  */
 
@@ -283,7 +283,7 @@ static void send_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t syndrome)
     send_simple(c, &h, NULL, 0);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Completions
  */
 
@@ -371,7 +371,7 @@ static void wqe_done(QhcaQp *qp, uint16_t idx, uint8_t status)
     st->status = status;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Timer
  */
 
@@ -420,7 +420,7 @@ static void qp_arm_timer(QhcaCore *c, QhcaQp *qp)
     qp->eng->deadline = t ? c->ops->now_ns(c->opaque) + t : -1;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Requester
  */
 
@@ -1072,7 +1072,7 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     qp_schedule(c);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Responder
  */
 
@@ -1621,7 +1621,7 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     core_timer_update(c);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * QP life cycle, doorbells, the run loop and the timer
  */
 
@@ -1690,11 +1690,11 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
     QhcaRing *r = sq ? &qp->sq : &qp->rq;
 
     if (!sq && qp->srqn != QHCA_NO_SRQ) {
-        qhca_guest_error(c, "RQ doorbell for a QP with an SRQ", qp->qpn);
+        qhca_guest_ub(c, "RQ doorbell for a QP with an SRQ", qp->qpn);
         return;
     }
     if ((uint16_t)(pi - r->ci) > (1u << r->log_depth)) {
-        qhca_guest_error(c, "QP doorbell: more WQEs than entries", pi);
+        qhca_guest_ub(c, "QP doorbell: more WQEs than entries", pi);
         return;
     }
     if (sq) {

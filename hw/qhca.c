@@ -180,7 +180,7 @@ static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
 
-    qhca_guest_error(&s->core, "read from doorbell page", addr);
+    qhca_guest_ub(&s->core, "read from doorbell page", addr);
     return 0;
 }
 

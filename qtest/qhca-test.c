@@ -243,14 +243,16 @@ static void test_doorbell_page_reads(void)
     qhca_stop(&t);
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Command queue tests.  The test plays the driver: it owns guest RAM above
  * 1 MiB (no guest code runs under qtest) and hands it out with a bump
  * allocator.
  */
 
-/* Each device's queues live at its base: command queue, completion ring,
- * async EQ, response buffer */
+/*
+ * Each device's queues live at its base: command queue, completion ring,
+ * async EQ, response buffer
+ */
 #define DEV_BASE        0x100000
 #define CMDQ_OFF        0x1000
 #define CMDCQ_OFF       0x2000
@@ -1039,7 +1041,7 @@ static void test_cmd_reset_frees(void)
 
 #undef M
 
-/* ------------------------------------------------------------------------
+/*
  * Two devices on a wire the test controls.
  *
  * As tests/qtest/e1000e-test.c does, each device's netdev is a socket whose
