@@ -1721,8 +1721,16 @@ static void flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
         }
         cqe.wr_id = wr_id;      /* already little-endian */
         cqe.status = QHCA_CQE_WR_FLUSH_ERR;
-        cqe.opcode = sq ? cqe_opcode(qp->eng->wqe[r->ci & sq_mask(qp)].opcode)
-                        : QHCA_CQE_OP_RECV;
+        cqe.opcode = QHCA_CQE_OP_RECV;
+        if (sq) {
+            uint8_t op = 0;
+
+            /* the opcode tells software which queue wqe_index is in */
+            if (qhca_ring_entry_addr(r, r->ci, &addr)) {
+                c->ops->dma_read(c->opaque, addr, &op, 1);
+            }
+            cqe.opcode = cqe_opcode(op);
+        }
         cqe.qpn = cpu_to_le32(qp->qpn);
         cqe.wqe_index = cpu_to_le16(r->ci);
         if (!qhca_post_cqe(c, sq ? qp->send_cqn : qp->recv_cqn, &cqe)) {

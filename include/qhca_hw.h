@@ -648,7 +648,7 @@ enum qhca_cqe_opcode {			/* Linux's enum ib_wc_opcode numbering */
 	QHCA_CQE_OP_COMP_SWAP		= 3,
 	QHCA_CQE_OP_FETCH_ADD		= 4,
 	QHCA_CQE_OP_LOCAL_INV		= 6,
-	QHCA_CQE_OP_REG_MR		= 8,
+	QHCA_CQE_OP_REG_MR		= 10,	/* after IB_WC_ATOMIC_WRITE (9) */
 	QHCA_CQE_OP_RECV		= 128,
 	QHCA_CQE_OP_RECV_RDMA_WITH_IMM	= 129,
 };

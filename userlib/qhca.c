@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * qhca rdma-core provider: device matching, user context (with its doorbell
- * page), device and port queries, protection domains.
+ * page), device and port queries, protection domains, memory regions,
+ * address handles, ring memory and the context's QPN table.  CQs are in
+ * qhca_cq.c, QPs and SRQs in qhca_qp.c, the WQE/CQE formats in qhca_wqe.c.
  *
- * Verbs this provider does not implement yet are left out of qhca_ctx_ops;
+ * Verbs this provider does not implement are left out of qhca_ctx_ops;
  * verbs_set_ops() then routes them to libibverbs' defaults, which fail with
- * EOPNOTSUPP.
+ * EOPNOTSUPP (README.md lists them).
  */
 
 #include <config.h>
@@ -13,7 +15,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <util/util.h>
 
 #include "qhca.h"
 
@@ -90,14 +96,224 @@ static int qhca_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
+static struct ibv_mr *qhca_reg_mr(struct ibv_pd *pd, void *addr,
+				  size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+
+	return &vmr->ibv_mr;
+}
+
+static int qhca_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+
+	free(vmr);
+	return 0;
+}
+
+/*
+ * UD work requests name the device's address handle (ahn); the kernel
+ * resolves the destination MAC and programs the device.  RoCE needs a GRH.
+ */
+static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd,
+				     struct ibv_ah_attr *attr)
+{
+	struct qhca_uv_create_ah_resp resp = {};
+	struct qhca_ah *ah;
+	int ret;
+
+	if (!attr->is_global) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->ahn = resp.ahn;
+
+	return &ah->ibv_ah;
+}
+
+static int qhca_destroy_ah(struct ibv_ah *ibah)
+{
+	struct qhca_ah *ah = to_qhca_ah(ibah);
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+
+	free(ah);
+	return 0;
+}
+
+/*
+ * Queue memory: whole pages of anonymous memory (zero filled, page
+ * aligned), kept out of fork() children so that the pages the kernel
+ * pinned for the device stay the parent's.
+ */
+void *qhca_alloc_ring(size_t size, size_t *alloc_size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len;
+	void *buf;
+
+	if (page < (long)QHCA_PAGE_SIZE)
+		page = QHCA_PAGE_SIZE;
+	len = align(size ? size : 1, page);
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return NULL;
+
+	if (ibv_dontfork_range(buf, len)) {
+		munmap(buf, len);
+		return NULL;
+	}
+
+	*alloc_size = len;
+	return buf;
+}
+
+void qhca_free_ring(void *buf, size_t alloc_size)
+{
+	if (!buf)
+		return;
+	ibv_dofork_range(buf, alloc_size);
+	munmap(buf, alloc_size);
+}
+
+/* QPN -> QP table: completions name their QP by number */
+void qhca_ctx_init_qp_table(struct qhca_context *ctx)
+{
+	pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	memset(ctx->qp_table, 0, sizeof(ctx->qp_table));
+}
+
+void qhca_ctx_free_qp_table(struct qhca_context *ctx)
+{
+	unsigned int i;
+
+	for (i = 0; i < QHCA_QP_TABLE_SIZE; i++)
+		free(ctx->qp_table[i].table);
+	pthread_mutex_destroy(&ctx->qp_table_mutex);
+}
+
+/*
+ * Called with the QP's CQ locks held (or before the QP can complete
+ * anything), so that pollers never see a half-made entry.
+ */
+int qhca_qp_table_insert(struct qhca_context *ctx, struct qhca_qp *qp)
+{
+	uint32_t idx = qp->qpn >> QHCA_QP_TABLE_SHIFT;
+	int ret = 0;
+
+	if (qp->qpn > QHCA_DB_NUM_MASK)
+		return EINVAL;
+
+	pthread_mutex_lock(&ctx->qp_table_mutex);
+	if (!ctx->qp_table[idx].table) {
+		ctx->qp_table[idx].table =
+			calloc(QHCA_QP_TABLE_SIZE, sizeof(struct qhca_qp *));
+		if (!ctx->qp_table[idx].table) {
+			ret = ENOMEM;
+			goto out;
+		}
+	}
+	if (ctx->qp_table[idx].table[qp->qpn & QHCA_QP_TABLE_MASK]) {
+		ret = EEXIST;
+		goto out;
+	}
+	ctx->qp_table[idx].table[qp->qpn & QHCA_QP_TABLE_MASK] = qp;
+	ctx->qp_table[idx].refcnt++;
+out:
+	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	return ret;
+}
+
+/*
+ * Called with the QP's CQ locks held.  Second-level tables are kept until
+ * the context goes: a poller may be reading one without the mutex.
+ */
+void qhca_qp_table_remove(struct qhca_context *ctx, uint32_t qpn)
+{
+	uint32_t idx = qpn >> QHCA_QP_TABLE_SHIFT;
+
+	if (qpn > QHCA_DB_NUM_MASK)
+		return;
+
+	pthread_mutex_lock(&ctx->qp_table_mutex);
+	if (ctx->qp_table[idx].table &&
+	    ctx->qp_table[idx].table[qpn & QHCA_QP_TABLE_MASK]) {
+		ctx->qp_table[idx].table[qpn & QHCA_QP_TABLE_MASK] = NULL;
+		ctx->qp_table[idx].refcnt--;
+	}
+	pthread_mutex_unlock(&ctx->qp_table_mutex);
+}
+
 static void qhca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_pd = qhca_alloc_pd,
+	.create_ah = qhca_create_ah,
+	.create_cq = qhca_create_cq,
+	.create_cq_ex = qhca_create_cq_ex,
+	.create_qp = qhca_create_qp,
+	.create_qp_ex = qhca_create_qp_ex,
+	.create_srq = qhca_create_srq,
 	.dealloc_pd = qhca_dealloc_pd,
+	.dereg_mr = qhca_dereg_mr,
+	.destroy_ah = qhca_destroy_ah,
+	.destroy_cq = qhca_destroy_cq,
+	.destroy_qp = qhca_destroy_qp,
+	.destroy_srq = qhca_destroy_srq,
 	.free_context = qhca_free_context,
+	.modify_qp = qhca_modify_qp,
+	.modify_srq = qhca_modify_srq,
+	.poll_cq = qhca_poll_cq,
+	.post_recv = qhca_post_recv,
+	.post_send = qhca_post_send,
+	.post_srq_recv = qhca_post_srq_recv,
 	.query_device_ex = qhca_query_device_ex,
 	.query_port = qhca_query_port,
+	.query_qp = qhca_query_qp,
+	.query_srq = qhca_query_srq,
+	.reg_mr = qhca_reg_mr,
+	.req_notify_cq = qhca_req_notify_cq,
 };
 
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev,
@@ -129,6 +345,15 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev,
 	ctx->cqe_size = resp.cqe_size;
 	ctx->max_sge = resp.max_sge;
 
+	/* 0: not filled in by this driver; anything else must be our CQE */
+	if (ctx->cqe_size && ctx->cqe_size != sizeof(struct qhca_cqe)) {
+		verbs_err(&ctx->ibv_ctx,
+			  "qhca: kernel CQE size %u, provider %zu\n",
+			  ctx->cqe_size, sizeof(struct qhca_cqe));
+		ret = EINVAL;
+		goto err_free;
+	}
+
 	/*
 	 * The kernel hands this context one doorbell page of BAR2; the device
 	 * only takes 32-bit writes there, so map it write only.
@@ -143,6 +368,7 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
+	qhca_ctx_init_qp_table(ctx);
 	verbs_set_ops(&ctx->ibv_ctx, &qhca_ctx_ops);
 
 	return &ctx->ibv_ctx;
@@ -160,6 +386,7 @@ static void qhca_free_context(struct ibv_context *ibctx)
 	struct qhca_context *ctx = to_qhca_ctx(ibctx);
 
 	munmap(ctx->db, QHCA_PAGE_SIZE);
+	qhca_ctx_free_qp_table(ctx);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }

@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca rdma-core provider: the pure parts of the data path.  Queue sizing,
+ * send/receive WQE encoding and CQE decoding, exactly as laid out in
+ * include/qhca_hw.h.  Nothing here takes a lock, makes a system call or
+ * touches the doorbell page; unit-datapath.c checks it field by field.
+ */
+
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "qhca.h"
+
+static uint32_t qhca_roundup_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t qhca_log2(uint32_t pow2)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < pow2)
+		l++;
+	return l;
+}
+
+/*
+ * Queue sizing.  These are the rules the kernel driver mirrors (README.md,
+ * "Queue sizing"); change them only together with guest-driver/.
+ */
+
+/* SQ, RQ and SRQ depth: next power of two of max_wr, at least 8 */
+int qhca_wq_depth(uint32_t max_wr, uint32_t *depth)
+{
+	if (max_wr > QHCA_MAX_QUEUE_DEPTH)
+		return EINVAL;
+	*depth = qhca_roundup_pow2(max_wr < QHCA_MIN_WQ_DEPTH ?
+				   QHCA_MIN_WQ_DEPTH : max_wr);
+	return 0;
+}
+
+/*
+ * Send WQE stride: next power of two of
+ * 64 + max(16 * max_send_sge, max_inline_data), at least 64.  What that
+ * stride holds is reported back as the QP's caps.
+ */
+int qhca_sq_size(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline,
+		 struct qhca_sq_size *out)
+{
+	uint32_t need, stride, room;
+	int ret;
+
+	if (max_sge > QHCA_MAX_SGE || max_inline > QHCA_MAX_INLINE)
+		return EINVAL;
+	ret = qhca_wq_depth(max_wr, &out->depth);
+	if (ret)
+		return ret;
+
+	need = sizeof(struct qhca_sge) * max_sge;
+	if (max_inline > need)
+		need = max_inline;
+	need += QHCA_SEND_WQE_HDR_SIZE;
+	stride = qhca_roundup_pow2(need);
+	out->log_stride = qhca_log2(stride);
+	if (out->log_stride < QHCA_SEND_WQE_MIN_LOG_STRIDE)
+		out->log_stride = QHCA_SEND_WQE_MIN_LOG_STRIDE;
+	if (out->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
+		return EINVAL;
+
+	room = (1u << out->log_stride) - QHCA_SEND_WQE_HDR_SIZE;
+	out->max_sge = room / sizeof(struct qhca_sge);
+	if (out->max_sge > QHCA_MAX_SGE)
+		out->max_sge = QHCA_MAX_SGE;
+	out->max_inline = room > QHCA_MAX_INLINE ? QHCA_MAX_INLINE : room;
+	return 0;
+}
+
+/*
+ * Receive WQE stride (RQ and SRQ): next power of two of
+ * 16 + 16 * max_recv_sge, at least 32.
+ */
+int qhca_rq_size(uint32_t max_wr, uint32_t max_sge, struct qhca_rq_size *out)
+{
+	uint32_t stride;
+	int ret;
+
+	if (max_sge > QHCA_MAX_SGE)
+		return EINVAL;
+	ret = qhca_wq_depth(max_wr, &out->depth);
+	if (ret)
+		return ret;
+
+	stride = qhca_roundup_pow2(QHCA_RECV_WQE_HDR_SIZE +
+				   sizeof(struct qhca_sge) * max_sge);
+	out->log_stride = qhca_log2(stride);
+	if (out->log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE)
+		out->log_stride = QHCA_RECV_WQE_MIN_LOG_STRIDE;
+	if (out->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
+		return EINVAL;
+
+	out->max_sge = ((1u << out->log_stride) - QHCA_RECV_WQE_HDR_SIZE) /
+		       sizeof(struct qhca_sge);
+	if (out->max_sge > QHCA_MAX_SGE)
+		out->max_sge = QHCA_MAX_SGE;
+	return 0;
+}
+
+/* CQ depth: next power of two of cqe, at least 8; all of it usable */
+int qhca_cq_depth(int cqe, uint32_t *depth)
+{
+	if (cqe < 1 || (uint32_t)cqe > QHCA_MAX_QUEUE_DEPTH)
+		return EINVAL;
+	*depth = qhca_roundup_pow2((uint32_t)cqe < QHCA_MIN_CQ_DEPTH ?
+				   QHCA_MIN_CQ_DEPTH : (uint32_t)cqe);
+	return 0;
+}
+
+/*
+ * Send opcodes.  The device numbers them as Linux's enum ib_wr_opcode;
+ * libibverbs' enum ibv_wr_opcode happens to agree for these, but the map is
+ * explicit so that neither side depends on it.
+ */
+int qhca_wr_opcode(enum ibv_wr_opcode op, enum ibv_qp_type qp_type,
+		   uint8_t *hw_op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		*hw_op = QHCA_WQE_SEND;
+		return 0;
+	case IBV_WR_SEND_WITH_IMM:
+		*hw_op = QHCA_WQE_SEND_WITH_IMM;
+		return 0;
+	default:
+		break;
+	}
+
+	if (qp_type != IBV_QPT_RC)
+		return EINVAL;
+
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+		*hw_op = QHCA_WQE_RDMA_WRITE;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*hw_op = QHCA_WQE_RDMA_WRITE_WITH_IMM;
+		return 0;
+	case IBV_WR_RDMA_READ:
+		*hw_op = QHCA_WQE_RDMA_READ;
+		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		*hw_op = QHCA_WQE_ATOMIC_CMP_AND_SWP;
+		return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*hw_op = QHCA_WQE_ATOMIC_FETCH_AND_ADD;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		*hw_op = QHCA_WQE_LOCAL_INV;
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		*hw_op = QHCA_WQE_SEND_WITH_INV;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+/* The ibv_wr_*() operations a QP of this type accepts (send_ops_flags) */
+uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
+{
+	switch (qp_type) {
+	case IBV_QPT_RC:
+		return IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+	case IBV_QPT_UD:
+		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	default:
+		return 0;
+	}
+}
+
+/* Opcodes that carry data from the SQ to the wire: inline is allowed */
+bool qhca_hw_op_has_payload(uint8_t hw_op)
+{
+	switch (hw_op) {
+	case QHCA_WQE_SEND:
+	case QHCA_WQE_SEND_WITH_IMM:
+	case QHCA_WQE_SEND_WITH_INV:
+	case QHCA_WQE_RDMA_WRITE:
+	case QHCA_WQE_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * WQE flags.  The device also knows the QP's sq_sig_all, but SIGNALED is
+ * set on every WQE of such a QP anyway.
+ */
+uint8_t qhca_wqe_flags(unsigned int send_flags, bool sig_all)
+{
+	uint8_t flags = 0;
+
+	if ((send_flags & IBV_SEND_SIGNALED) || sig_all)
+		flags |= QHCA_WQE_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		flags |= QHCA_WQE_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		flags |= QHCA_WQE_FENCE;
+	return flags;
+}
+
+/* Clear the 64-byte header and fill the common fields */
+void qhca_wqe_init(struct qhca_send_wqe *wqe, uint8_t hw_op, uint8_t flags,
+		   uint64_t wr_id)
+{
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->opcode = hw_op;
+	wqe->flags = flags;
+	wqe->wr_id = htole64(wr_id);
+}
+
+void qhca_wqe_set_rdma(struct qhca_send_wqe *wqe, uint64_t remote_addr,
+		       uint32_t rkey)
+{
+	wqe->rdma.remote_addr = htole64(remote_addr);
+	wqe->rdma.rkey = htole32(rkey);
+}
+
+void qhca_wqe_set_atomic(struct qhca_send_wqe *wqe, uint64_t remote_addr,
+			 uint32_t rkey, uint64_t compare_add, uint64_t swap)
+{
+	qhca_wqe_set_rdma(wqe, remote_addr, rkey);
+	wqe->rdma.compare_add = htole64(compare_add);
+	wqe->rdma.swap = htole64(swap);
+}
+
+void qhca_wqe_set_ud(struct qhca_send_wqe *wqe, uint32_t ahn,
+		     uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	wqe->ud.ahn = htole32(ahn);
+	wqe->ud.remote_qpn = htole32(remote_qpn);
+	wqe->ud.remote_qkey = htole32(remote_qkey);
+}
+
+/* num_sge must fit the stride (checked by the callers) */
+void qhca_wqe_set_sgl(struct qhca_send_wqe *wqe, const struct ibv_sge *sg,
+		      uint32_t num_sge)
+{
+	struct qhca_sge *dst = (struct qhca_sge *)(wqe + 1);
+	uint32_t i;
+
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = htole64(sg[i].addr);
+		dst[i].length = htole32(sg[i].length);
+		dst[i].lkey = htole32(sg[i].lkey);
+	}
+	wqe->num_sge = num_sge;
+	wqe->flags &= ~QHCA_WQE_INLINE;
+	wqe->inline_len = 0;
+}
+
+/* Copy the data the SGEs point at after the header */
+int qhca_wqe_set_inline(struct qhca_send_wqe *wqe, const struct ibv_sge *sg,
+			uint32_t num_sge, uint32_t max_inline)
+{
+	uint8_t *dst = (uint8_t *)(wqe + 1);
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 0; i < num_sge; i++)
+		total += sg[i].length;
+	if (total > max_inline)
+		return EINVAL;
+
+	for (i = 0; i < num_sge; i++) {
+		if (!sg[i].length)
+			continue;
+		memcpy(dst, (void *)(uintptr_t)sg[i].addr, sg[i].length);
+		dst += sg[i].length;
+	}
+	wqe->num_sge = 0;
+	wqe->flags |= QHCA_WQE_INLINE;
+	wqe->inline_len = htole32((uint32_t)total);
+	return 0;
+}
+
+int qhca_wqe_set_inline_list(struct qhca_send_wqe *wqe,
+			     const struct ibv_data_buf *buf, size_t num_buf,
+			     uint32_t max_inline)
+{
+	uint8_t *dst = (uint8_t *)(wqe + 1);
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < num_buf; i++)
+		total += buf[i].length;
+	if (total > max_inline)
+		return EINVAL;
+
+	for (i = 0; i < num_buf; i++) {
+		if (!buf[i].length)
+			continue;
+		memcpy(dst, buf[i].addr, buf[i].length);
+		dst += buf[i].length;
+	}
+	wqe->num_sge = 0;
+	wqe->flags |= QHCA_WQE_INLINE;
+	wqe->inline_len = htole32((uint32_t)total);
+	return 0;
+}
+
+#define QHCA_SEND_FLAGS_SUPPORTED \
+	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
+	 IBV_SEND_INLINE)
+
+/*
+ * Validate one ibv_send_wr against its QP and write it as a send WQE at
+ * wqe (a ring slot of the QP's stride).  Returns 0 or an errno; on error
+ * the slot may be partly written, which is harmless while the producer
+ * index does not cover it.
+ *
+ * IBV_SEND_INLINE is honoured for the opcodes that carry data (SEND*,
+ * RDMA_WRITE*) and ignored for the others, which then use their SGEs.
+ */
+int qhca_build_send_wqe(void *wqe_buf, const struct qhca_sq_params *p,
+			const struct ibv_send_wr *wr)
+{
+	struct qhca_send_wqe *wqe = wqe_buf;
+	bool inl;
+	uint8_t hw_op;
+	int ret;
+
+	if (wr->send_flags & ~QHCA_SEND_FLAGS_SUPPORTED)
+		return EINVAL;
+	ret = qhca_wr_opcode(wr->opcode, p->qp_type, &hw_op);
+	if (ret)
+		return ret;
+	if (wr->num_sge < 0)
+		return EINVAL;
+	if (p->qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+
+	inl = (wr->send_flags & IBV_SEND_INLINE) &&
+	      qhca_hw_op_has_payload(hw_op);
+	if (!inl && hw_op != QHCA_WQE_LOCAL_INV &&
+	    (uint32_t)wr->num_sge > p->max_sge)
+		return EINVAL;
+
+	qhca_wqe_init(wqe, hw_op, qhca_wqe_flags(wr->send_flags, p->sig_all),
+		      wr->wr_id);
+
+	switch (hw_op) {
+	case QHCA_WQE_SEND_WITH_IMM:
+		memcpy(wqe->imm_data, &wr->imm_data, sizeof(wqe->imm_data));
+		break;
+	case QHCA_WQE_SEND_WITH_INV:
+	case QHCA_WQE_LOCAL_INV:
+		wqe->invalidate_rkey = htole32(wr->invalidate_rkey);
+		break;
+	case QHCA_WQE_RDMA_WRITE_WITH_IMM:
+		memcpy(wqe->imm_data, &wr->imm_data, sizeof(wqe->imm_data));
+		qhca_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
+				  wr->wr.rdma.rkey);
+		break;
+	case QHCA_WQE_RDMA_WRITE:
+	case QHCA_WQE_RDMA_READ:
+		qhca_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
+				  wr->wr.rdma.rkey);
+		break;
+	case QHCA_WQE_ATOMIC_CMP_AND_SWP:
+		qhca_wqe_set_atomic(wqe, wr->wr.atomic.remote_addr,
+				    wr->wr.atomic.rkey,
+				    wr->wr.atomic.compare_add,
+				    wr->wr.atomic.swap);
+		break;
+	case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
+		qhca_wqe_set_atomic(wqe, wr->wr.atomic.remote_addr,
+				    wr->wr.atomic.rkey,
+				    wr->wr.atomic.compare_add, 0);
+		break;
+	default:
+		break;
+	}
+
+	if (p->qp_type == IBV_QPT_UD)
+		qhca_wqe_set_ud(wqe, to_qhca_ah(wr->wr.ud.ah)->ahn,
+				wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+
+	if (hw_op == QHCA_WQE_LOCAL_INV)
+		return 0;
+	if (inl)
+		return qhca_wqe_set_inline(wqe, wr->sg_list, wr->num_sge,
+					   p->max_inline);
+	qhca_wqe_set_sgl(wqe, wr->sg_list, wr->num_sge);
+	return 0;
+}
+
+int qhca_build_recv_wqe(void *wqe_buf, uint32_t max_sge,
+			const struct ibv_recv_wr *wr)
+{
+	struct qhca_recv_wqe *wqe = wqe_buf;
+	struct qhca_sge *dst = (struct qhca_sge *)(wqe + 1);
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = htole64(wr->wr_id);
+	wqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		dst[i].addr = htole64(wr->sg_list[i].addr);
+		dst[i].length = htole32(wr->sg_list[i].length);
+		dst[i].lkey = htole32(wr->sg_list[i].lkey);
+	}
+	return 0;
+}
+
+/*
+ * CQE status: Linux's enum ib_wc_status numbering.  libibverbs' enum
+ * ibv_wc_status agrees today; map explicitly anyway.  Unknown values are
+ * a general error.
+ */
+enum ibv_wc_status qhca_wc_status(uint8_t hw_status)
+{
+	switch (hw_status) {
+	case QHCA_CQE_SUCCESS:
+		return IBV_WC_SUCCESS;
+	case QHCA_CQE_LOC_LEN_ERR:
+		return IBV_WC_LOC_LEN_ERR;
+	case QHCA_CQE_LOC_QP_OP_ERR:
+		return IBV_WC_LOC_QP_OP_ERR;
+	case QHCA_CQE_LOC_PROT_ERR:
+		return IBV_WC_LOC_PROT_ERR;
+	case QHCA_CQE_WR_FLUSH_ERR:
+		return IBV_WC_WR_FLUSH_ERR;
+	case QHCA_CQE_MW_BIND_ERR:
+		return IBV_WC_MW_BIND_ERR;
+	case QHCA_CQE_BAD_RESP_ERR:
+		return IBV_WC_BAD_RESP_ERR;
+	case QHCA_CQE_LOC_ACCESS_ERR:
+		return IBV_WC_LOC_ACCESS_ERR;
+	case QHCA_CQE_REM_INV_REQ_ERR:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case QHCA_CQE_REM_ACCESS_ERR:
+		return IBV_WC_REM_ACCESS_ERR;
+	case QHCA_CQE_REM_OP_ERR:
+		return IBV_WC_REM_OP_ERR;
+	case QHCA_CQE_RETRY_EXC_ERR:
+		return IBV_WC_RETRY_EXC_ERR;
+	case QHCA_CQE_RNR_RETRY_EXC_ERR:
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+	case QHCA_CQE_REM_ABORT_ERR:
+		return IBV_WC_REM_ABORT_ERR;
+	case QHCA_CQE_GENERAL_ERR:
+	default:
+		return IBV_WC_GENERAL_ERR;
+	}
+}
+
+/*
+ * CQE opcode: Linux's enum ib_wc_opcode numbering, which is not
+ * libibverbs' (the kernel has IB_WC_REG_MR where user space has
+ * IBV_WC_FLUSH, for one).  Returns EINVAL for anything a user QP cannot
+ * complete, including REG_MR (a kernel-only work request).
+ */
+int qhca_wc_opcode(uint8_t hw_op, enum ibv_wc_opcode *op)
+{
+	switch (hw_op) {
+	case QHCA_CQE_OP_SEND:
+		*op = IBV_WC_SEND;
+		return 0;
+	case QHCA_CQE_OP_RDMA_WRITE:
+		*op = IBV_WC_RDMA_WRITE;
+		return 0;
+	case QHCA_CQE_OP_RDMA_READ:
+		*op = IBV_WC_RDMA_READ;
+		return 0;
+	case QHCA_CQE_OP_COMP_SWAP:
+		*op = IBV_WC_COMP_SWAP;
+		return 0;
+	case QHCA_CQE_OP_FETCH_ADD:
+		*op = IBV_WC_FETCH_ADD;
+		return 0;
+	case QHCA_CQE_OP_LOCAL_INV:
+		*op = IBV_WC_LOCAL_INV;
+		return 0;
+	case QHCA_CQE_OP_RECV:
+		*op = IBV_WC_RECV;
+		return 0;
+	case QHCA_CQE_OP_RECV_RDMA_WITH_IMM:
+		*op = IBV_WC_RECV_RDMA_WITH_IMM;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+/* CQE flags to ibv_wc_flags (SOLICITED has no ibv_wc counterpart) */
+unsigned int qhca_wc_flags(uint8_t hw_flags)
+{
+	unsigned int flags = 0;
+
+	if (hw_flags & QHCA_CQE_WITH_IMM)
+		flags |= IBV_WC_WITH_IMM;
+	if (hw_flags & QHCA_CQE_WITH_INV)
+		flags |= IBV_WC_WITH_INV;
+	if (hw_flags & QHCA_CQE_GRH)
+		flags |= IBV_WC_GRH;
+	return flags;
+}
+
+/*
+ * Decode one CQE whose owner bit has been checked (and followed by
+ * udma_from_device_barrier()).  An opcode a user QP cannot complete turns
+ * a successful CQE into IBV_WC_GENERAL_ERR.  As the IBA says, only wr_id,
+ * status, qp_num and vendor_err mean something in an error completion;
+ * opcode is filled when known, wc_flags is 0.
+ */
+void qhca_cqe_to_wc(const struct qhca_cqe *cqe, struct ibv_wc *wc)
+{
+	enum ibv_wc_opcode op = IBV_WC_SEND;
+	bool op_ok;
+
+	op_ok = qhca_wc_opcode(cqe->opcode, &op) == 0;
+
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = qhca_wc_status(cqe->status);
+	if (wc->status == IBV_WC_SUCCESS && !op_ok)
+		wc->status = IBV_WC_GENERAL_ERR;
+	wc->opcode = op;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = le32toh(cqe->qpn);
+	wc->src_qp = le32toh(cqe->src_qp);
+	wc->wc_flags = 0;
+	wc->imm_data = 0;
+	if (wc->status == IBV_WC_SUCCESS) {
+		wc->wc_flags = qhca_wc_flags(cqe->flags);
+		if (cqe->flags & QHCA_CQE_WITH_INV)
+			wc->invalidated_rkey = le32toh(cqe->invalidated_rkey);
+		else if (cqe->flags & QHCA_CQE_WITH_IMM)
+			memcpy(&wc->imm_data, cqe->imm_data,
+			       sizeof(wc->imm_data));
+	}
+	wc->pkey_index = 0;
+	wc->slid = 0;
+	wc->sl = 0;
+	wc->dlid_path_bits = 0;
+}
