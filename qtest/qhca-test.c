@@ -1182,6 +1182,8 @@ static void pair_dev(Pair *p, QhcaDev *d, QTestState *qts, int slot,
 
 static void pair_start(Pair *p, WirePolicy policy)
 {
+    g_autofree char *dump = NULL;
+    const char *pcap;
     int sa[2], sb[2];
     QTestState *qts;
     int i;
@@ -1189,14 +1191,20 @@ static void pair_start(Pair *p, WirePolicy policy)
     memset(p, 0, sizeof(*p));
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sa), ==, 0);
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sb), ==, 0);
+    /* QHCA_QTEST_PCAP=FILE records device A's wire (scripts/pcap-check) */
+    pcap = getenv("QHCA_QTEST_PCAP");
+    if (pcap) {
+        dump = g_strdup_printf("-object filter-dump,id=fa,netdev=na,file=%s",
+                               pcap);
+    }
     qts = qtest_initf("-machine q35 -nodefaults -m %dM "
                       "-netdev socket,id=na,fd=%d "
                       "-device qhca,addr=04.0,netdev=na,"
                       "mac=52:54:00:00:00:0a "
                       "-netdev socket,id=nb,fd=%d "
                       "-device qhca,addr=05.0,netdev=nb,"
-                      "mac=52:54:00:00:00:0b",
-                      RAM_SIZE_MB, sa[1], sb[1]);
+                      "mac=52:54:00:00:00:0b %s",
+                      RAM_SIZE_MB, sa[1], sb[1], dump ? dump : "");
     close(sa[1]);
     close(sb[1]);
     p->w.fd[0] = sa[0];
@@ -2423,9 +2431,72 @@ static void test_wire_hostile_frames(void)
 
 #undef M
 
+/*
+ * Every kind of RC and UD packet once, for a capture that tshark checks
+ * (scripts/test.d/qtest runs this with QHCA_QTEST_PCAP set)
+ */
+static void test_wire_mix(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+    ConnOpts o = default_opts;
+    uint8_t buf[8192], back[1500];
+
+    pair_start(&p, WIRE_PASS);
+    o.mtu = 1;                          /* 256 bytes: many packets */
+    rc_pair(&p, &a, &b, &o, false);
+    ma = mr_reg(&p.a, a.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 8192, ALL_ACCESS, 0x1000);
+    fill(buf, sizeof(buf), 4);
+    mr_io(&p.a, &ma, 0, buf, sizeof(buf), true);
+
+    r = sge(&mb, 0, 8192);
+    post_recv(&b, 1, &r, 1);
+    post_recv(&b, 2, &r, 1);
+    s = sge(&ma, 0, 1000);
+    w = wqe(QHCA_WQE_SEND, 1);          /* first, middle, last */
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_SEND_WITH_IMM, 2);
+    s = sge(&ma, 0, 100);               /* only, with immediate */
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_RDMA_WRITE, 3);    /* write first, middle, last */
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 1000);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&ma, 0, 4000);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_RDMA_READ, 4);     /* read responses first..last */
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 1000);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&ma, 4096, 1500);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 5);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 8);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    w.rdma.compare_add = cpu_to_le64(1);
+    s = sge(&ma, 6000, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_ATOMIC_CMP_AND_SWP, 6);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova + 8);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&b, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    for (int i = 1; i <= 6; i++) {
+        g_assert_cmpuint(poll_cq(&a).status, ==, QHCA_CQE_SUCCESS);
+    }
+    /* the READ brought back what the WRITE put there */
+    mr_io(&p.a, &ma, 4096, back, sizeof(back), false);
+    g_assert_cmpmem(back, sizeof(back), buf, sizeof(back));
+    pair_stop(&p);
+}
+
 static void qhca_add_wire_tests(void)
 {
     qtest_add_func("/qhca/wire/send-recv", test_wire_send_recv);
+    qtest_add_func("/qhca/wire/mix", test_wire_mix);
     qtest_add_func("/qhca/wire/srq", test_wire_srq);
     qtest_add_func("/qhca/wire/write-read-1m", test_wire_write_read_1m);
     qtest_add_func("/qhca/wire/atomics", test_wire_atomics);
