@@ -30,17 +30,25 @@
 #define QHCA_GSI_QKEY           0x80010000u
 
 enum {
-    WQE_PENDING,                /* not fully sent */
-    WQE_SENT,                   /* sent, waiting for ACK or response */
-    WQE_DONE,                   /* complete, status set */
+    WQE_FREE,                   /* not started (or consumed) */
+    WQE_STARTED,                /* has its PSNs; being sent or waiting */
+    WQE_DONE,                   /* finished with status, not yet consumed */
 };
 
+/*
+ * What the device keeps of each SQ WQE it has started.  An RC WQE gets its
+ * PSNs once, when it is started; a retransmission sends the same PSNs
+ * again.  WQEs complete in order: only the oldest (at sq.ci) is consumed.
+ */
 typedef struct QhcaWqeState {
     uint8_t state;
     uint8_t status;             /* CQE status once WQE_DONE */
     uint8_t opcode;             /* WQE opcode */
     bool signaled;
+    bool sent_once;             /* every packet was sent at least once */
     bool rd_counted;            /* counted in rd_outstanding */
+    bool resp_done;             /* READ/atomic: the whole answer is in */
+    bool reread;                /* READ: asked again from next_resp_psn */
     uint32_t first_psn;
     uint32_t last_psn;          /* READ: PSN of the last response */
     uint32_t next_resp_psn;     /* READ/atomic: next expected response */
@@ -52,15 +60,24 @@ typedef struct QhcaRdRes {      /* responder resource: READ/atomic replay */
     bool atomic;
     uint32_t psn;
     uint64_t orig;              /* atomic: the value returned */
+    /* READ responses still to send, a few per run of the bottom half */
+    bool sending;
+    uint32_t rkey;
+    uint64_t va;
+    uint32_t len;
+    uint32_t next;              /* next response packet */
+    uint32_t npkt;
 } QhcaRdRes;
+
+#define QHCA_READ_BURST         64      /* READ response packets per run */
 
 struct QhcaQpEngine {
     /* requester and completer */
     uint16_t sq_pi;
     uint16_t req_idx;           /* next WQE to (re)send */
     uint64_t req_off;           /* bytes of it already sent */
-    uint32_t psn;               /* next PSN to send */
-    uint32_t una;               /* oldest unacknowledged PSN */
+    uint32_t next_psn;          /* first PSN of the next new WQE */
+    uint32_t acked;             /* every PSN up to this one is acknowledged */
     uint32_t pkts_since_ackreq;
     QhcaWqeState *wqe;          /* one per SQ slot */
     unsigned rd_outstanding;
@@ -89,6 +106,7 @@ struct QhcaQpEngine {
     uint64_t wr_left;
     uint32_t wr_len;
     QhcaRdRes res[QHCA_MAX_RD_ATOMIC];
+    QhcaRdRes replay;           /* a duplicate READ being answered again */
     unsigned res_next;
 };
 
@@ -308,61 +326,7 @@ static uint8_t cqe_opcode(uint8_t wqe_opcode)
     }
 }
 
-/* Write the CQEs of completed WQEs at the head of the SQ, in order */
-static void sq_complete(QhcaCore *c, QhcaQp *qp)
-{
-    QhcaQpEngine *e = qp->eng;
-
-    while (qp->sq.ci != e->req_idx || (qp->sq.ci != e->sq_pi &&
-           e->wqe[qp->sq.ci & sq_mask(qp)].state == WQE_DONE)) {
-        QhcaWqeState *st = &e->wqe[qp->sq.ci & sq_mask(qp)];
-        struct qhca_cqe cqe = { 0 };
-        uint64_t addr, wr_id = 0;
-
-        if (st->state != WQE_DONE) {
-            return;
-        }
-        if (st->signaled || qp->sq_sig_all ||
-            st->status != QHCA_CQE_SUCCESS) {
-            if (qhca_ring_entry_addr(&qp->sq, qp->sq.ci, &addr)) {
-                c->ops->dma_read(c->opaque,
-                                 addr + offsetof(struct qhca_send_wqe, wr_id),
-                                 &wr_id, sizeof(wr_id));
-            }
-            cqe.wr_id = wr_id;
-            cqe.status = st->status;
-            cqe.opcode = cqe_opcode(st->opcode);
-            cqe.byte_len = cpu_to_le32(st->byte_len);
-            cqe.qpn = cpu_to_le32(qp->qpn);
-            cqe.wqe_index = cpu_to_le16(qp->sq.ci);
-            if (!qhca_post_cqe(c, qp->send_cqn, &cqe)) {
-                qp_to_err(c, qp);
-                return;
-            }
-        }
-        if (st->rd_counted) {
-            st->rd_counted = false;
-            e->rd_outstanding--;
-        }
-        qp->sq.ci++;
-        if (qp->sq.ci == e->req_idx + 1) {
-            /* completed a WQE that was never sent (error) */
-            e->req_idx = qp->sq.ci;
-            e->req_off = 0;
-        }
-        if (st->status != QHCA_CQE_SUCCESS) {
-            if (qp_is_rc(qp)) {
-                qp_to_err(c, qp);
-            } else if (qp->attr.qp_state != QHCA_QPS_ERR) {
-                qp->attr.qp_state = QHCA_QPS_SQE;
-                qp_schedule(c);
-            }
-            return;
-        }
-    }
-}
-
-/* Finish WQE @idx with @status (errors end the QP once they complete) */
+/* Finish WQE @idx with @status; it completes when it reaches the head */
 static void wqe_done(QhcaQp *qp, uint16_t idx, uint8_t status)
 {
     QhcaWqeState *st = &qp->eng->wqe[idx & sq_mask(qp)];
@@ -371,6 +335,93 @@ static void wqe_done(QhcaQp *qp, uint16_t idx, uint8_t status)
     st->status = status;
 }
 
+/* Consume the head WQE: its CQE if it needs one, then free the slot */
+static bool sq_consume(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *st = &e->wqe[qp->sq.ci & sq_mask(qp)];
+    uint8_t status = st->status;
+
+    if (st->signaled || qp->sq_sig_all || status != QHCA_CQE_SUCCESS) {
+        struct qhca_cqe cqe = { 0 };
+        uint64_t addr, wr_id = 0;
+
+        if (qhca_ring_entry_addr(&qp->sq, qp->sq.ci, &addr)) {
+            c->ops->dma_read(c->opaque,
+                             addr + offsetof(struct qhca_send_wqe, wr_id),
+                             &wr_id, sizeof(wr_id));
+        }
+        cqe.wr_id = wr_id;
+        cqe.status = status;
+        cqe.opcode = cqe_opcode(st->opcode);
+        cqe.byte_len = cpu_to_le32(st->byte_len);
+        cqe.qpn = cpu_to_le32(qp->qpn);
+        cqe.wqe_index = cpu_to_le16(qp->sq.ci);
+        if (!qhca_post_cqe(c, qp->send_cqn, &cqe)) {
+            qp_to_err(c, qp);
+            return false;
+        }
+    }
+    if (st->rd_counted) {
+        e->rd_outstanding--;
+    }
+    memset(st, 0, sizeof(*st));
+    if (qp->sq.ci == e->req_idx) {
+        /* it was being sent (again): go on with the next one */
+        e->req_idx++;
+        e->req_off = 0;
+    }
+    qp->sq.ci++;
+    if (status != QHCA_CQE_SUCCESS) {
+        if (qp_is_rc(qp)) {
+            qp_to_err(c, qp);
+        } else if (qp->attr.qp_state != QHCA_QPS_ERR) {
+            qp->attr.qp_state = QHCA_QPS_SQE;
+            qp_schedule(c);
+        }
+        return false;
+    }
+    return true;
+}
+
+static bool is_rd_atomic(uint8_t op);
+static void req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn);
+
+/*
+ * The completer: consume finished WQEs at the head of the SQ, in order.
+ * An RC SEND or WRITE is finished once all its packets were sent and
+ * acknowledged; a READ or atomic once its whole answer is in.
+ */
+static void sq_complete(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    while (qp->sq.ci != e->sq_pi) {
+        QhcaWqeState *st = &e->wqe[qp->sq.ci & sq_mask(qp)];
+
+        if (st->state == WQE_STARTED && qp_is_rc(qp)) {
+            if (is_rd_atomic(st->opcode)) {
+                if (!st->resp_done) {
+                    /* acknowledged past what came back: the rest is lost */
+                    if (psn_diff(e->acked, st->next_resp_psn) >= 0 &&
+                        !st->reread) {
+                        st->reread = true;
+                        req_rewind(c, qp, st->next_resp_psn);
+                    }
+                    return;
+                }
+            } else if (!st->sent_once ||
+                       psn_diff(e->acked, st->last_psn) < 0) {
+                return;
+            }
+            st->state = WQE_DONE;
+            st->status = QHCA_CQE_SUCCESS;
+        }
+        if (st->state != WQE_DONE || !sq_consume(c, qp)) {
+            return;
+        }
+    }
+}
 /*
  * Timer
  */
@@ -586,7 +637,7 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     h.opcode = w->opcode == QHCA_WQE_SEND_WITH_IMM ?
                QHCA_ROCE_OP_UD_SEND_ONLY_IMM : QHCA_ROCE_OP_UD_SEND_ONLY;
     h.dest_qp = le32_to_cpu(w->ud.remote_qpn) & QHCA_ROCE_QPN_MASK;
-    h.psn = qp->eng->psn;
+    h.psn = qp->eng->next_psn;
     h.se = w->flags & QHCA_WQE_SOLICITED;
     h.deth.qkey = (qkey & 0x80000000u) ? le32_to_cpu(qp->attr.qkey) : qkey;
     h.deth.src_qp = qp->qpn;
@@ -599,8 +650,18 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         return QHCA_CQE_LOC_PROT_ERR;
     }
     frame_send(c, &h, len);
-    qp->eng->psn = psn_add(qp->eng->psn, 1);
+    qp->eng->next_psn = psn_add(qp->eng->next_psn, 1);
     return QHCA_CQE_SUCCESS;
+}
+
+/* Is anything sent and not yet answered? */
+static bool req_outstanding(const QhcaQp *qp)
+{
+    const QhcaQpEngine *e = qp->eng;
+
+    return qp->sq.ci != e->sq_pi &&
+           e->wqe[qp->sq.ci & sq_mask(qp)].state == WQE_STARTED &&
+           qp_is_rc(qp);
 }
 
 /* Send the packets of the RC WQE at req_idx; false if it must wait */
@@ -617,25 +678,29 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
         return false;
     }
-    h.se = false;
 
     if (w->opcode == QHCA_WQE_RDMA_READ) {
+        /* (again) from the first response still missing */
+        uint64_t done = (uint64_t)psn_diff(st->next_resp_psn,
+                                           st->first_psn) * mtu;
+
         h.opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
-        h.psn = e->psn;
+        h.psn = st->next_resp_psn;
         h.ack_req = true;
-        h.reth.va = le64_to_cpu(w->rdma.remote_addr) + e->req_off;
+        h.reth.va = le64_to_cpu(w->rdma.remote_addr) + done;
         h.reth.rkey = le32_to_cpu(w->rdma.rkey);
-        h.reth.dma_len = len - e->req_off;
+        h.reth.dma_len = len - MIN(done, len);
         send_simple(c, &h, NULL, 0);
-        e->psn = psn_add(st->last_psn, 1);
-        e->req_off = len;
         (*budget)--;
+        if (e->deadline < 0) {
+            qp_arm_timer(c, qp);
+        }
         return true;
     }
     if (is_rd_atomic(w->opcode)) {
         h.opcode = w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ?
                    QHCA_ROCE_OP_RC_COMPARE_SWAP : QHCA_ROCE_OP_RC_FETCH_ADD;
-        h.psn = e->psn;
+        h.psn = st->first_psn;
         h.ack_req = true;
         h.atomic.va = le64_to_cpu(w->rdma.remote_addr);
         h.atomic.rkey = le32_to_cpu(w->rdma.rkey);
@@ -646,9 +711,10 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             h.atomic.swap_add = le64_to_cpu(w->rdma.compare_add);
         }
         send_simple(c, &h, NULL, 0);
-        e->psn = psn_add(e->psn, 1);
-        e->req_off = len;
         (*budget)--;
+        if (e->deadline < 0) {
+            qp_arm_timer(c, qp);
+        }
         return true;
     }
 
@@ -657,14 +723,15 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         bool first = e->req_off == 0;
         uint32_t n = MIN(len - e->req_off, mtu);
         bool last = e->req_off + n == len;
+        uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(e->psn, e->una) >= QHCA_WINDOW || !*budget) {
+        if (psn_diff(psn, e->acked) > QHCA_WINDOW || !*budget) {
             return false;
         }
         memset(&h.reth, 0, sizeof(h.reth));
         h.opcode = rc_opcode(w->opcode, first, last);
-        h.psn = e->psn;
+        h.psn = psn;
         h.se = last && (w->flags & QHCA_WQE_SOLICITED);
         h.ack_req = last || ++e->pkts_since_ackreq >= QHCA_ACK_REQ_EVERY;
         if (h.ack_req) {
@@ -683,20 +750,49 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
             return false;
         }
-        switch (gather(c, qp, w, addr, sge, e->req_off, c->txbuf + off, n)) {
-        case SGE_OK:
-            break;
-        default:
+        if (gather(c, qp, w, addr, sge, e->req_off, c->txbuf + off, n) !=
+            SGE_OK) {
             /* Only the packets before this one reached the wire */
             wqe_done(qp, e->req_idx, QHCA_CQE_LOC_PROT_ERR);
             return false;
         }
         frame_send(c, &h, n);
-        e->psn = psn_add(e->psn, 1);
         e->req_off += n;
         (*budget)--;
+        if (e->deadline < 0) {
+            qp_arm_timer(c, qp);
+        }
     } while (e->req_off < len);
     return true;
+}
+
+/* Start WQE @w at req_idx: its state, and for RC its PSNs */
+static void req_start(QhcaQp *qp, QhcaWqeState *st,
+                      const struct qhca_send_wqe *w, uint64_t len)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    memset(st, 0, sizeof(*st));
+    st->state = WQE_STARTED;
+    st->opcode = w->opcode;
+    st->signaled = w->flags & QHCA_WQE_SIGNALED;
+    st->byte_len = len;
+    if (qp_is_rc(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
+        w->opcode != QHCA_WQE_REG_MR) {
+        uint32_t npsn = 1;
+
+        if (!is_rd_atomic(w->opcode) || w->opcode == QHCA_WQE_RDMA_READ) {
+            npsn = MAX(1, DIV_ROUND_UP(len, qp_mtu(qp)));
+        }
+        st->first_psn = e->next_psn;
+        st->last_psn = psn_add(e->next_psn, npsn - 1);
+        st->next_resp_psn = e->next_psn;
+        e->next_psn = psn_add(st->last_psn, 1);
+        if (is_rd_atomic(w->opcode)) {
+            st->rd_counted = true;
+            e->rd_outstanding++;
+        }
+    }
 }
 
 static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
@@ -715,9 +811,15 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
         uint64_t addr, len = 0;
         int status;
 
+        if (st->state == WQE_DONE ||
+            (st->state == WQE_STARTED && st->resp_done)) {
+            /* executed already, or answered while being sent again */
+            e->req_idx++;
+            e->req_off = 0;
+            continue;
+        }
         if (state != QHCA_QPS_RTS && !(state == QHCA_QPS_SQD &&
-                                       st->state == WQE_PENDING &&
-                                       e->req_off)) {
+                                       st->state == WQE_STARTED)) {
             return;
         }
         if (!read_wqe(c, qp, e->req_idx, &w, &addr)) {
@@ -729,14 +831,15 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
                              w.num_sge, e->req_off);
         status = wqe_check(c, qp, &w, addr, sge, &len);
         if (status) {
-            st->opcode = w.opcode;
-            st->signaled = true;
+            if (st->state == WQE_FREE) {
+                st->opcode = w.opcode;
+                st->signaled = true;
+            }
             wqe_done(qp, e->req_idx, status);
             e->req_idx++;
             return;
         }
-        if (e->req_off == 0 && st->state != WQE_SENT) {
-            /* first transmission of this WQE */
+        if (st->state == WQE_FREE) {
             if ((w.flags & QHCA_WQE_FENCE) && e->rd_outstanding) {
                 return;
             }
@@ -744,36 +847,18 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
                 e->rd_outstanding >= MAX(1, qp->attr.max_rd_atomic)) {
                 return;
             }
-            memset(st, 0, sizeof(*st));
-            st->opcode = w.opcode;
-            st->signaled = w.flags & QHCA_WQE_SIGNALED;
-            st->byte_len = len;
-            st->state = WQE_PENDING;
-        }
-        if (w.opcode == QHCA_WQE_LOCAL_INV || w.opcode == QHCA_WQE_REG_MR) {
-            wqe_done(qp, e->req_idx, local_op(c, qp, &w));
-            e->req_idx++;
-            continue;
-        }
-        if (!qp_is_rc(qp)) {
-            wqe_done(qp, e->req_idx, ud_send(c, qp, &w, addr, sge, len));
-            e->req_idx++;
-            budget--;
-            continue;
-        }
-        if (e->req_off == 0 && st->state == WQE_PENDING && !st->rd_counted) {
-            uint32_t mtu = qp_mtu(qp);
-            uint32_t npsn = 1;
-
-            if (!is_rd_atomic(w.opcode) || w.opcode == QHCA_WQE_RDMA_READ) {
-                npsn = MAX(1, DIV_ROUND_UP(len, mtu));
+            req_start(qp, st, &w, len);
+            if (w.opcode == QHCA_WQE_LOCAL_INV ||
+                w.opcode == QHCA_WQE_REG_MR) {
+                wqe_done(qp, e->req_idx, local_op(c, qp, &w));
+                e->req_idx++;
+                continue;
             }
-            st->first_psn = e->psn;
-            st->last_psn = psn_add(e->psn, npsn - 1);
-            st->next_resp_psn = e->psn;
-            if (is_rd_atomic(w.opcode)) {
-                st->rd_counted = true;
-                e->rd_outstanding++;
+            if (!qp_is_rc(qp)) {
+                wqe_done(qp, e->req_idx, ud_send(c, qp, &w, addr, sge, len));
+                e->req_idx++;
+                budget--;
+                continue;
             }
         }
         if (!rc_send_wqe(c, qp, &w, addr, sge, len, &budget)) {
@@ -785,7 +870,7 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
             }
             break;
         }
-        st->state = WQE_SENT;
+        st->sent_once = true;
         e->req_idx++;
         e->req_off = 0;
         if (e->deadline < 0) {
@@ -797,45 +882,32 @@ static void req_run(QhcaCore *c, QhcaQp *qp, bool *more)
     }
 }
 
-/* Go back to resending from @psn (timeout, NAK, RNR NAK) */
+/* Go back to sending from @psn (timeout, sequence NAK, RNR NAK) */
 static void req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     QhcaQpEngine *e = qp->eng;
     uint16_t i;
 
-    for (i = qp->sq.ci; i != e->req_idx + (e->req_off ? 1 : 0); i++) {
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
         QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
 
-        if (st->state == WQE_DONE || !qp_is_rc(qp)) {
+        if (st->state == WQE_FREE) {
+            return;
+        }
+        if (st->state != WQE_STARTED || st->resp_done) {
             continue;
         }
-        if (psn_diff(psn, st->first_psn) >= 0 &&
-            psn_diff(psn, st->last_psn) <= 0) {
-            uint16_t j;
-
-            for (j = i; j != e->req_idx + (e->req_off ? 1 : 0); j++) {
-                QhcaWqeState *s2 = &e->wqe[j & sq_mask(qp)];
-
-                if (s2->state == WQE_SENT) {
-                    s2->state = WQE_PENDING;
-                }
-            }
+        if (psn_diff(psn, st->last_psn) <= 0) {
             e->req_idx = i;
-            if (st->opcode == QHCA_WQE_RDMA_READ) {
-                e->req_off = (uint64_t)psn_diff(st->next_resp_psn,
-                                                st->first_psn) * qp_mtu(qp);
-                e->psn = st->next_resp_psn;
+            if (st->opcode == QHCA_WQE_RDMA_READ || psn_diff(psn,
+                                                  st->first_psn) < 0) {
+                e->req_off = 0;
             } else {
                 e->req_off = (uint64_t)psn_diff(psn, st->first_psn) *
                              qp_mtu(qp);
-                e->psn = psn;
             }
-            /* Mark it started so req_run() keeps its PSNs */
-            st->state = WQE_PENDING;
-            if (e->req_off == 0) {
-                e->req_off = 0;
-            }
-            trace_qhca_retransmit(qp->qpn, e->psn);
+            trace_qhca_retransmit(qp->qpn, psn);
+            qp_schedule(c);
             return;
         }
     }
@@ -845,65 +917,32 @@ static void req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     QhcaQpEngine *e = qp->eng;
-    uint16_t i;
-    bool progress = false;
 
-    for (i = qp->sq.ci; i != e->req_idx; i++) {
-        QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
-
-        if (st->state == WQE_DONE) {
-            continue;
-        }
-        if (st->state != WQE_SENT) {
-            break;
-        }
-        if (is_rd_atomic(st->opcode)) {
-            /* acked beyond an unanswered READ/atomic: its answer was lost */
-            if (psn_diff(psn, st->first_psn) >= 0) {
-                req_rewind(c, qp, st->next_resp_psn);
-                qp_schedule(c);
-            }
-            break;
-        }
-        if (psn_diff(psn, st->last_psn) < 0) {
-            break;
-        }
-        wqe_done(qp, i, QHCA_CQE_SUCCESS);
-        progress = true;
-    }
-    if (psn_diff(psn_add(psn, 1), e->una) > 0 &&
-        psn_diff(psn, e->psn) < 0) {
-        e->una = psn_add(psn, 1);
-        progress = true;
-    }
-    if (progress) {
+    /* only PSNs that were assigned, and only forward */
+    if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
+        e->acked = psn;
         e->retry_left = qp->attr.retry_cnt;
         e->rnr_left = qp->attr.rnr_retry;
-        if (e->una == e->psn && qp->sq.ci == e->req_idx) {
-            e->deadline = -1;
-        } else {
-            qp_arm_timer(c, qp);
-        }
+        qp_arm_timer(c, qp);
     }
 }
 
-static QhcaWqeState *find_rd_wqe(QhcaQp *qp, uint32_t psn, uint16_t *idx)
+/* The READ or atomic whose answer is due next: the oldest unanswered */
+static QhcaWqeState *req_head_rd(QhcaQp *qp, uint16_t *idx)
 {
     QhcaQpEngine *e = qp->eng;
     uint16_t i;
 
-    for (i = qp->sq.ci; i != e->req_idx; i++) {
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
         QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
 
-        if (st->state == WQE_SENT && is_rd_atomic(st->opcode) &&
-            psn_diff(psn, st->first_psn) >= 0 &&
-            psn_diff(psn, st->last_psn) <= 0) {
+        if (st->state == WQE_FREE) {
+            break;
+        }
+        if (st->state == WQE_STARTED && is_rd_atomic(st->opcode) &&
+            !st->resp_done) {
             *idx = i;
             return st;
-        }
-        if (st->state != WQE_DONE && !is_rd_atomic(st->opcode) &&
-            st->state != WQE_SENT) {
-            break;
         }
     }
     return NULL;
@@ -923,23 +962,38 @@ static uint8_t nak_status(uint8_t code)
     }
 }
 
-/* Fail the sent WQE that holds @psn */
+/* Fail the started WQE that holds @psn; nothing after it may complete */
 static void req_fail_at(QhcaQp *qp, uint32_t psn, uint8_t status)
 {
     QhcaQpEngine *e = qp->eng;
     uint16_t i;
 
-    for (i = qp->sq.ci; i != e->req_idx; i++) {
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
         QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
 
-        if (st->state == WQE_SENT && psn_diff(psn, st->last_psn) <= 0) {
+        if (st->state == WQE_STARTED && psn_diff(psn, st->last_psn) <= 0) {
             wqe_done(qp, i, status);
-            /* Nothing after it may complete successfully */
-            e->req_idx = i + 1;
-            e->req_off = 0;
+            return;
+        }
+        if (st->state == WQE_FREE) {
             return;
         }
     }
+}
+
+/* Copy a READ response or the atomic result into the WQE's buffers */
+static bool req_store(QhcaCore *c, QhcaQp *qp, uint16_t idx, uint64_t off,
+                      const void *data, uint32_t n, bool last)
+{
+    struct qhca_send_wqe w;
+    struct qhca_sge sge[QHCA_MAX_SGE];
+    uint64_t addr, len;
+
+    return read_wqe(c, qp, idx, &w, &addr) &&
+           !wqe_check(c, qp, &w, addr, sge, &len) &&
+           off + n <= len && (!last || off + n == len) &&
+           sge_copy(c, qp->pdn, sge, w.num_sge, off, (void *)data, n,
+                    true) == SGE_OK;
 }
 
 /* Completer: a response (ACK, NAK, READ response, atomic ACK) arrived */
@@ -957,8 +1011,8 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         return;
     }
     /* Responses for PSNs never sent, or long acknowledged, are stale */
-    if (psn_diff(h->psn, e->psn) >= 0 ||
-        psn_diff(h->psn, e->una) < -QHCA_WINDOW * 8) {
+    if (psn_diff(h->psn, e->next_psn) >= 0 ||
+        psn_diff(h->psn, e->acked) <= -QHCA_WINDOW * 8) {
         trace_qhca_rx_drop(pkt->frame_len, "response PSN out of window");
         return;
     }
@@ -986,13 +1040,12 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                           1000LL;
             break;
         case QHCA_ROCE_AETH_NAK:
+            req_acked(c, qp, psn_add(h->psn, -1));
             if ((syn & QHCA_ROCE_AETH_VALUE_MASK) ==
                 QHCA_ROCE_NAK_PSN_SEQ_ERR) {
-                req_acked(c, qp, psn_add(h->psn, -1));
                 c->stat_retransmits++;
                 req_rewind(c, qp, h->psn);
             } else {
-                req_acked(c, qp, psn_add(h->psn, -1));
                 req_fail_at(qp, h->psn,
                             nak_status(syn & QHCA_ROCE_AETH_VALUE_MASK));
             }
@@ -1003,72 +1056,65 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         break;
 
     case QHCA_ROCE_OP_RC_ATOMIC_ACKNOWLEDGE:
-        st = find_rd_wqe(qp, h->psn, &idx);
+        st = req_head_rd(qp, &idx);
         if (!st || st->opcode == QHCA_WQE_RDMA_READ ||
-            h->psn != st->next_resp_psn) {
+            h->psn != st->first_psn) {
             return;
         }
+        /* everything before it is acknowledged too */
         req_acked(c, qp, psn_add(h->psn, -1));
         {
-            struct qhca_send_wqe w;
-            struct qhca_sge sge[QHCA_MAX_SGE];
-            uint64_t addr, len, orig = cpu_to_le64(h->atomic_ack_orig);
+            uint64_t orig = cpu_to_le64(h->atomic_ack_orig);
 
-            if (!read_wqe(c, qp, idx, &w, &addr) ||
-                wqe_check(c, qp, &w, addr, sge, &len) ||
-                sge_copy(c, qp->pdn, sge, w.num_sge, 0, &orig, 8, true)) {
+            if (!req_store(c, qp, idx, 0, &orig, 8, true)) {
                 wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
                 break;
             }
         }
+        trace_qhca_atomic_done(qp->qpn, h->psn, idx, h->atomic_ack_orig);
+        st->resp_done = true;
         st->next_resp_psn = psn_add(h->psn, 1);
-        wqe_done(qp, idx, QHCA_CQE_SUCCESS);
         req_acked(c, qp, h->psn);
         break;
 
     default:    /* RDMA READ response */
-        st = find_rd_wqe(qp, h->psn, &idx);
-        if (!st || st->opcode != QHCA_WQE_RDMA_READ) {
+        st = req_head_rd(qp, &idx);
+        if (!st || st->opcode != QHCA_WQE_RDMA_READ ||
+            psn_diff(h->psn, st->first_psn) < 0 ||
+            psn_diff(h->psn, st->last_psn) > 0) {
             return;
         }
         if (h->psn != st->next_resp_psn) {
-            /* a gap: ask again from what we miss */
-            if (psn_diff(h->psn, st->next_resp_psn) > 0 && !e->rnr_wait) {
+            /* a gap: ask again, once, from what we miss */
+            if (psn_diff(h->psn, st->next_resp_psn) > 0 && !e->rnr_wait &&
+                !st->reread) {
+                st->reread = true;
+                c->stat_retransmits++;
                 req_rewind(c, qp, st->next_resp_psn);
-                qp_schedule(c);
             }
             return;
         }
         req_acked(c, qp, psn_add(st->first_psn, -1));
-        {
-            struct qhca_send_wqe w;
-            struct qhca_sge sge[QHCA_MAX_SGE];
-            uint64_t addr, len, off;
-
-            off = (uint64_t)psn_diff(h->psn, st->first_psn) * qp_mtu(qp);
-            if (!read_wqe(c, qp, idx, &w, &addr) ||
-                wqe_check(c, qp, &w, addr, sge, &len) ||
-                off + pkt->payload_len > len ||
-                ((pkt->op->flags & QHCA_ROCE_OPF_LAST) &&
-                 off + pkt->payload_len != len) ||
-                sge_copy(c, qp->pdn, sge, w.num_sge, off,
-                         (void *)(frame + pkt->payload_off),
-                         pkt->payload_len, true)) {
-                wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
-                break;
-            }
+        if (!req_store(c, qp, idx,
+                       (uint64_t)psn_diff(h->psn, st->first_psn) * qp_mtu(qp),
+                       frame + pkt->payload_off, pkt->payload_len,
+                       pkt->op->flags & QHCA_ROCE_OPF_LAST)) {
+            wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
+            break;
         }
+        st->reread = false;
         st->next_resp_psn = psn_add(h->psn, 1);
         if (pkt->op->flags & QHCA_ROCE_OPF_LAST) {
-            wqe_done(qp, idx, QHCA_CQE_SUCCESS);
-            req_acked(c, qp, h->psn);
-        } else {
-            e->una = st->next_resp_psn;
-            qp_arm_timer(c, qp);
+            st->resp_done = true;
         }
+        /* each response acknowledges its PSN */
+        req_acked(c, qp, h->psn);
         break;
     }
     sq_complete(c, qp);
+    if (!req_outstanding(qp)) {
+        e->deadline = e->rnr_wait ? e->deadline : -1;
+    }
     qp_schedule(c);
 }
 
@@ -1161,38 +1207,114 @@ static void resp_error(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t nak,
     qp_to_err(c, qp);
 }
 
-static void send_read_responses(QhcaCore *c, QhcaQp *qp, uint32_t psn,
-                                const QhcaMr *mr, uint64_t va, uint32_t len)
+/*
+ * Send up to @budget response packets of READ resource @r; the memory is
+ * checked again for each packet (the MR may have gone meanwhile).  Returns
+ * true when the READ is answered completely.
+ */
+static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
+                         unsigned budget)
 {
     uint32_t mtu = qp_mtu(qp);
-    uint32_t npkt = MAX(1, DIV_ROUND_UP(len, mtu));
-    uint32_t i;
 
-    for (i = 0; i < npkt; i++) {
+    while (r->sending && budget--) {
         QhcaRoceHdr h = { 0 };
-        uint32_t n = MIN(mtu, len - i * mtu);
+        uint32_t i = r->next;
+        uint32_t n = r->len ? MIN(mtu, r->len - i * mtu) : 0;
+        uint64_t va = r->va + (uint64_t)i * mtu;
+        const QhcaMr *mr = NULL;
         int off;
 
-        if (!rc_addr(c, qp, &h)) {
-            return;
+        if (n) {
+            mr = qhca_mr_check(c, r->rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
+                               va, n);
         }
-        h.opcode = npkt == 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+        if ((n && !mr) || !rc_addr(c, qp, &h)) {
+            r->sending = false;
+            resp_error(c, qp, psn_add(r->psn, i), QHCA_ROCE_NAK_REMOTE_ACCESS,
+                       QHCA_EQE_QP_ACCESS_ERR);
+            return true;
+        }
+        h.opcode = r->npkt == 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
                    i == 0 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
-                   i == npkt - 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
-                                   QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-        h.psn = psn_add(psn, i);
+                   i == r->npkt - 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+                                      QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+        h.psn = psn_add(r->psn, i);
         h.aeth.syndrome = QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID;
         h.aeth.msn = qp->eng->msn & QHCA_ROCE_MSN_MASK;
-        off = frame_start(c, &h, len ? n : 0);
-        if (off < 0) {
-            return;
+        off = frame_start(c, &h, n);
+        if (off < 0 || (n && !qhca_mr_rw(c, mr, va, c->txbuf + off, n,
+                                         false))) {
+            r->sending = false;
+            resp_error(c, qp, h.psn, QHCA_ROCE_NAK_REMOTE_OP,
+                       QHCA_EQE_QP_FATAL);
+            return true;
         }
-        if (len && !qhca_mr_rw(c, mr, va + (uint64_t)i * mtu,
-                               c->txbuf + off, n, false)) {
-            return;
+        frame_send(c, &h, n);
+        if (++r->next == r->npkt) {
+            r->sending = false;
         }
-        frame_send(c, &h, len ? n : 0);
     }
+    return !r->sending;
+}
+
+static void read_start(QhcaQp *qp, QhcaRdRes *r, const QhcaRoceHdr *h)
+{
+    r->valid = true;
+    r->atomic = false;
+    r->psn = h->psn;
+    r->rkey = h->reth.rkey;
+    r->va = h->reth.va;
+    r->len = h->reth.dma_len;
+    r->next = 0;
+    r->npkt = MAX(1, DIV_ROUND_UP(h->reth.dma_len, qp_mtu(qp)));
+    r->sending = true;
+}
+
+/*
+ * Responses go out in PSN order: before the responder answers anything
+ * newer, the READ responses still pending are sent in full.
+ */
+static void read_flush(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    unsigned i, n = ARRAY_SIZE(e->res);
+
+    /* the oldest first: resources are used round-robin from res_next */
+    for (i = 0; i < n; i++) {
+        QhcaRdRes *r = &e->res[(e->res_next + i) % n];
+
+        if (r->sending) {
+            read_respond(c, qp, r, UINT_MAX);
+        }
+    }
+    if (e->replay.sending) {
+        read_respond(c, qp, &e->replay, UINT_MAX);
+    }
+}
+
+/* From the run loop: a burst of each pending READ; true if more remain */
+static bool read_run(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    unsigned i, n = ARRAY_SIZE(e->res);
+    bool done = true;
+
+    for (i = 0; i < n; i++) {
+        QhcaRdRes *r = &e->res[(e->res_next + i) % n];
+
+        if (r->sending) {
+            done = read_respond(c, qp, r, QHCA_READ_BURST);
+            break;
+        }
+    }
+    if (done && e->replay.sending) {
+        done = read_respond(c, qp, &e->replay, QHCA_READ_BURST);
+    }
+    for (i = 0; i < n; i++) {
+        done &= !e->res[i].sending;
+    }
+    return !done || e->replay.sending;
 }
 
 static void send_atomic_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
@@ -1237,21 +1359,35 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     unsigned i;
 
     if (pkt->op->flags & QHCA_ROCE_OPF_READ) {
-        /* Replay: read the memory again, at the PSNs of this request */
-        const QhcaMr *mr = NULL;
+        /*
+         * Replay: read the memory again, at the PSNs of this request (the
+         * requester may ask again from the middle of a READ)
+         */
+        if (!(le32_to_cpu(qp->attr.access_flags) & QHCA_ACCESS_REMOTE_READ) ||
+            (h->reth.dma_len &&
+             !qhca_mr_check(c, h->reth.rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
+                            h->reth.va, h->reth.dma_len))) {
+            return;
+        }
+        for (i = 0; i < ARRAY_SIZE(e->res); i++) {
+            QhcaRdRes *r = &e->res[i];
 
-        if (h->reth.dma_len) {
-            mr = qhca_mr_check(c, h->reth.rkey, qp->pdn,
-                               QHCA_ACCESS_REMOTE_READ, h->reth.va,
-                               h->reth.dma_len);
-            if (!mr || !(le32_to_cpu(qp->attr.access_flags) &
-                         QHCA_ACCESS_REMOTE_READ)) {
+            /* asked again while still answering: start that one over */
+            if (r->sending && !r->atomic &&
+                psn_diff(h->psn, r->psn) >= 0 &&
+                psn_diff(h->psn, psn_add(r->psn, r->npkt - 1)) <= 0) {
+                read_start(qp, r, h);
+                r->npkt = MAX(1, DIV_ROUND_UP(h->reth.dma_len, qp_mtu(qp)));
+                qp_schedule(c);
                 return;
             }
         }
-        send_read_responses(c, qp, h->psn, mr, h->reth.va, h->reth.dma_len);
+        read_flush(c, qp);
+        read_start(qp, &e->replay, h);
+        qp_schedule(c);
         return;
     }
+    read_flush(c, qp);
     if (pkt->op->flags & QHCA_ROCE_OPF_ATOMIC) {
         for (i = 0; i < ARRAY_SIZE(e->res); i++) {
             if (e->res[i].valid && e->res[i].atomic &&
@@ -1272,6 +1408,8 @@ static QhcaRdRes *res_alloc(QhcaQp *qp, uint32_t psn, bool atomic)
     unsigned n = MAX(1, qp->attr.max_dest_rd_atomic);
     QhcaRdRes *r = &e->res[e->res_next % n];
 
+    /* responses are sent in order: the oldest is finished by now */
+    assert(!r->sending);
     e->res_next = (e->res_next + 1) % n;
     r->valid = true;
     r->atomic = atomic;
@@ -1299,6 +1437,7 @@ static void resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     }
     d = psn_diff(h->psn, e->epsn);
     if (d > 0) {
+        read_flush(c, qp);
         if (!e->nak_sent) {
             e->nak_sent = true;
             send_ack(c, qp, e->epsn,
@@ -1313,6 +1452,7 @@ static void resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         return;
     }
     e->nak_sent = false;
+    read_flush(c, qp);
 
     /* Opcode sequence: middle and last packets continue a message */
     if (!(f & QHCA_ROCE_OPF_FIRST)) {
@@ -1447,10 +1587,10 @@ static void resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                 return;
             }
         }
-        res_alloc(qp, h->psn, false);
+        read_start(qp, res_alloc(qp, h->psn, false), h);
         e->msn++;
-        send_read_responses(c, qp, h->psn, mr, h->reth.va, h->reth.dma_len);
         e->epsn = psn_add(e->epsn, MAX(1, DIV_ROUND_UP(h->reth.dma_len, mtu)));
+        qp_schedule(c);
         return;
     } else if (f & QHCA_ROCE_OPF_ATOMIC) {
         const QhcaMr *mr;
@@ -1484,6 +1624,7 @@ static void resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
             return;
         }
         res_alloc(qp, h->psn, true)->orig = orig;
+        trace_qhca_atomic_exec(qp->qpn, h->psn, h->atomic.va, orig);
         e->msn++;
         e->epsn = psn_add(e->epsn, 1);
         send_atomic_ack(c, qp, h->psn, orig);
@@ -1657,7 +1798,8 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         qp->rq.pi = qp->rq.ci = 0;
     }
     if (mask & QHCA_QP_ATTR_SQ_PSN) {
-        e->psn = e->una = le32_to_cpu(qp->attr.sq_psn);
+        e->next_psn = le32_to_cpu(qp->attr.sq_psn);
+        e->acked = psn_add(e->next_psn, -1);
     }
     if (mask & QHCA_QP_ATTR_RQ_PSN) {
         e->epsn = le32_to_cpu(qp->attr.rq_psn);
@@ -1672,6 +1814,12 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         e->drained_notified = false;
     }
     if (to == QHCA_QPS_ERR && from != QHCA_QPS_ERR) {
+        unsigned i;
+
+        for (i = 0; i < ARRAY_SIZE(e->res); i++) {
+            e->res[i].sending = false;
+        }
+        e->replay.sending = false;
         e->deadline = -1;
         if (qp->srqn != QHCA_NO_SRQ) {
             qhca_post_async(c, QHCA_EQE_LAST_WQE_REACHED, qp->qpn);
@@ -1781,8 +1929,12 @@ bool qhca_qp_engine_run(QhcaCore *c)
         case QHCA_QPS_SQE:
             qp_flush(c, qp, false);
             continue;
+        case QHCA_QPS_RTR:
+            more |= read_run(c, qp);
+            break;
         case QHCA_QPS_RTS:
         case QHCA_QPS_SQD:
+            more |= read_run(c, qp);
             req_run(c, qp, &more);
             sq_complete(c, qp);
             if (qp->attr.qp_state == QHCA_QPS_SQD && !e->drained_notified &&
@@ -1821,18 +1973,35 @@ void qhca_qp_engine_timer(QhcaCore *c)
             qp_arm_timer(c, qp);
             continue;
         }
-        if (e->una == e->psn && qp->sq.ci == e->req_idx) {
+        if (!req_outstanding(qp)) {
             continue;                   /* nothing outstanding */
         }
         if (e->retry_left == 0) {
-            trace_qhca_retry_exceeded(qp->qpn, e->una);
-            req_fail_at(qp, e->una, QHCA_CQE_RETRY_EXC_ERR);
+            trace_qhca_retry_exceeded(qp->qpn, psn_add(e->acked, 1));
+            req_fail_at(qp, psn_add(e->acked, 1), QHCA_CQE_RETRY_EXC_ERR);
+            /* nothing came back: the head itself failed */
+            if (e->wqe[qp->sq.ci & sq_mask(qp)].state == WQE_STARTED) {
+                wqe_done(qp, qp->sq.ci, QHCA_CQE_RETRY_EXC_ERR);
+            }
             sq_complete(c, qp);
             continue;
         }
         e->retry_left--;
         c->stat_retransmits++;
-        req_rewind(c, qp, e->una);
+        for (uint16_t j = qp->sq.ci; j != e->sq_pi; j++) {
+            e->wqe[j & sq_mask(qp)].reread = false;
+        }
+        {
+            uint16_t idx;
+            QhcaWqeState *rd = req_head_rd(qp, &idx);
+            uint32_t from = psn_add(e->acked, 1);
+
+            /* a READ resumes at its first missing response */
+            if (rd && psn_diff(from, rd->first_psn) >= 0) {
+                from = rd->next_resp_psn;
+            }
+            req_rewind(c, qp, from);
+        }
         qp_arm_timer(c, qp);
     }
     qp_schedule(c);

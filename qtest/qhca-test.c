@@ -1053,6 +1053,7 @@ static void test_cmd_reset_frees(void)
 typedef enum WirePolicy {
     WIRE_PASS,
     WIRE_DROP_EVERY_5,
+    WIRE_DROP_RANDOM,           /* 15%, seeded by the test's random seed */
     WIRE_DUP,
     WIRE_REORDER,
     WIRE_BLACKHOLE,
@@ -1089,6 +1090,12 @@ static void wire_deliver(Wire *w, int to, const uint8_t *buf, uint32_t len)
     switch (w->policy) {
     case WIRE_DROP_EVERY_5:
         if (w->frames % 5 == 0) {
+            w->dropped++;
+            return;
+        }
+        break;
+    case WIRE_DROP_RANDOM:
+        if (g_test_rand_int_range(0, 100) < 15) {
             w->dropped++;
             return;
         }
@@ -2493,6 +2500,72 @@ static void test_wire_mix(void)
     pair_stop(&p);
 }
 
+/* READ, WRITE and atomics over a lossy wire: data intact, atomics once */
+static void test_wire_lossy_rdma(void)
+{
+    Pair p;
+    End a, b;
+    Mr src, back, ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    const uint32_t len = 256 * 1024;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+    uint64_t v, seen = 0;
+    int i;
+
+    /*
+     * Random loss: with every 5th frame dropped, a READ's responses and its
+     * retransmissions are both periodic and can stay aligned forever
+     */
+    pair_start(&p, WIRE_DROP_RANDOM);
+    rc_pair(&p, &a, &b, NULL, false);
+    src = mr_reg(&p.a, a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x100000);
+    back = mr_reg(&p.a, a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x200000);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x300000);
+    mb = mr_reg(&p.b, b.pdn, len, ALL_ACCESS, 0x400000);
+    fill(out, len, 11);
+    mr_io(&p.a, &src, 0, out, len, true);
+
+    w = wqe(QHCA_WQE_RDMA_WRITE, 1);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&src, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_RDMA_READ, 2);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&back, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_WRITE);
+    expect_cqe(&a, 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_READ);
+    mr_io(&p.a, &back, 0, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+
+    /* 20 fetch-and-adds: each executes once, whatever is retransmitted */
+    v = 0;
+    mr_io(&p.b, &mb, 0, &v, 8, true);
+    for (i = 0; i < 20; i++) {
+        w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 10 + i);
+        w.rdma.remote_addr = cpu_to_le64(mb.iova);
+        w.rdma.rkey = cpu_to_le32(mb.key);
+        w.rdma.compare_add = cpu_to_le64(1);
+        s = sge(&ma, 8 * i, 8);
+        post_send(&a, &w, &s, 1, NULL, 0);
+    }
+    for (i = 0; i < 20; i++) {
+        expect_cqe(&a, 10 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_FETCH_ADD);
+        mr_io(&p.a, &ma, 8 * i, &v, 8, false);
+        g_assert_cmpuint(le64_to_cpu(v), <, 20);
+        g_assert_false(seen & (1ULL << le64_to_cpu(v)));
+        seen |= 1ULL << le64_to_cpu(v);
+    }
+    mr_io(&p.b, &mb, 0, &v, 8, false);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 20);
+    g_assert_cmpuint(p.w.dropped, >, 0);
+    pair_stop(&p);
+}
+
 static void qhca_add_wire_tests(void)
 {
     qtest_add_func("/qhca/wire/send-recv", test_wire_send_recv);
@@ -2515,6 +2588,7 @@ static void qhca_add_wire_tests(void)
     qtest_add_func("/qhca/wire/dup", test_wire_dup);
     qtest_add_func("/qhca/wire/reorder", test_wire_reorder);
     qtest_add_func("/qhca/wire/lossy-1000", test_wire_lossy);
+    qtest_add_func("/qhca/wire/lossy-rdma", test_wire_lossy_rdma);
 }
 
 /* Random commands and doorbells must not hurt the device */
