@@ -1702,7 +1702,9 @@ static void test_wire_srq(void)
         v = cpu_to_le32(0xabc0 + i);
         mr_io(&p.a, &ma, i * 4, &v, 4, true);
         s = sge(&ma, i * 4, 4);
-        w = wqe(QHCA_WQE_SEND, i);
+        /* the last one with an immediate */
+        w = wqe(i == 2 ? QHCA_WQE_SEND_WITH_IMM : QHCA_WQE_SEND, i);
+        memcpy(w.imm_data, "\x00\x00\x00\x2a", 4);
         post_send(&a, &w, &s, 1, NULL, 0);
     }
     for (i = 0; i < 3; i++) {
@@ -1710,6 +1712,12 @@ static void test_wire_srq(void)
 
         g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x100 + i);
         g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 4);
+        g_assert_cmphex(c.flags & QHCA_CQE_WITH_IMM, ==,
+                        i == 2 ? QHCA_CQE_WITH_IMM : 0);
+        if (i == 2) {
+            g_assert_cmpmem(c.imm_data, 4, "\x00\x00\x00\x2a", 4);
+        }
         mr_io(&p.b, &mb, i * 64, &v, 4, false);
         g_assert_cmphex(le32_to_cpu(v), ==, 0xabc0 + i);
     }
