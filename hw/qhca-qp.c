@@ -23,7 +23,13 @@
 #include "qhca-roce.h"
 #include "trace.h"
 
-#define QHCA_WINDOW             128     /* unacknowledged packets in flight */
+/*
+ * Unacknowledged data in flight, READ responses included: 64 KiB.  A larger
+ * burst overflows the socket buffer of a QEMU netdev (about 200 KiB) and
+ * then every retransmission overflows it again.
+ */
+#define QHCA_WINDOW_BYTES       (64 * 1024)
+#define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
 #define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often */
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
 #define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
@@ -126,6 +132,12 @@ static uint32_t qp_mtu(const QhcaQp *qp)
     uint8_t m = qp->attr.path_mtu;
 
     return 256u << ((m >= 1 && m <= 5 ? m : 3) - 1);
+}
+
+/* The window in packets at the QP's path MTU */
+static int32_t qp_window(const QhcaQp *qp)
+{
+    return MAX(8, QHCA_WINDOW_BYTES / qp_mtu(qp));
 }
 
 static bool qp_is_rc(const QhcaQp *qp)
@@ -680,21 +692,34 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
 
     if (w->opcode == QHCA_WQE_RDMA_READ) {
-        /* (again) from the first response still missing */
-        uint64_t done = (uint64_t)psn_diff(st->next_resp_psn,
-                                           st->first_psn) * mtu;
+        /*
+         * A READ is asked for in pieces of half a window, each a READ
+         * request of its own for its share of the WQE's PSNs, so that the
+         * answers in flight stay within the window
+         */
+        uint64_t chunk_max = (uint64_t)MAX(1, qp_window(qp) / 2) * mtu;
 
-        h.opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
-        h.psn = st->next_resp_psn;
-        h.ack_req = true;
-        h.reth.va = le64_to_cpu(w->rdma.remote_addr) + done;
-        h.reth.rkey = le32_to_cpu(w->rdma.rkey);
-        h.reth.dma_len = len - MIN(done, len);
-        send_simple(c, &h, NULL, 0);
-        (*budget)--;
-        if (e->deadline < 0) {
-            qp_arm_timer(c, qp);
-        }
+        do {
+            uint64_t n = MIN(len - e->req_off, chunk_max);
+            uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
+            uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
+
+            if (psn_diff(end, e->acked) > qp_window(qp) || !*budget) {
+                return false;
+            }
+            h.opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
+            h.psn = psn;
+            h.ack_req = true;
+            h.reth.va = le64_to_cpu(w->rdma.remote_addr) + e->req_off;
+            h.reth.rkey = le32_to_cpu(w->rdma.rkey);
+            h.reth.dma_len = n;
+            send_simple(c, &h, NULL, 0);
+            e->req_off += n;
+            (*budget)--;
+            if (e->deadline < 0) {
+                qp_arm_timer(c, qp);
+            }
+        } while (e->req_off < len);
         return true;
     }
     if (is_rd_atomic(w->opcode)) {
@@ -726,7 +751,7 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(psn, e->acked) > QHCA_WINDOW || !*budget) {
+        if (psn_diff(psn, e->acked) > qp_window(qp) || !*budget) {
             return false;
         }
         memset(&h.reth, 0, sizeof(h.reth));
@@ -898,13 +923,18 @@ static void req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
             continue;
         }
         if (psn_diff(psn, st->last_psn) <= 0) {
+            uint32_t from = psn;
+
+            if (st->opcode == QHCA_WQE_RDMA_READ) {
+                from = st->next_resp_psn;       /* what is still missing */
+            }
             e->req_idx = i;
-            if (st->opcode == QHCA_WQE_RDMA_READ || psn_diff(psn,
-                                                  st->first_psn) < 0) {
+            e->req_off = psn_diff(from, st->first_psn) <= 0 ? 0 :
+                         (uint64_t)psn_diff(from, st->first_psn) *
+                         qp_mtu(qp);
+            if (is_rd_atomic(st->opcode) &&
+                st->opcode != QHCA_WQE_RDMA_READ) {
                 e->req_off = 0;
-            } else {
-                e->req_off = (uint64_t)psn_diff(psn, st->first_psn) *
-                             qp_mtu(qp);
             }
             trace_qhca_retransmit(qp->qpn, psn);
             qp_schedule(c);
@@ -1012,7 +1042,7 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     }
     /* Responses for PSNs never sent, or long acknowledged, are stale */
     if (psn_diff(h->psn, e->next_psn) >= 0 ||
-        psn_diff(h->psn, e->acked) <= -QHCA_WINDOW * 8) {
+        psn_diff(h->psn, e->acked) <= -QHCA_WINDOW_MAX) {
         trace_qhca_rx_drop(pkt->frame_len, "response PSN out of window");
         return;
     }
@@ -1095,18 +1125,21 @@ static void comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
             return;
         }
         req_acked(c, qp, psn_add(st->first_psn, -1));
-        if (!req_store(c, qp, idx,
-                       (uint64_t)psn_diff(h->psn, st->first_psn) * qp_mtu(qp),
-                       frame + pkt->payload_off, pkt->payload_len,
-                       pkt->op->flags & QHCA_ROCE_OPF_LAST)) {
-            wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
-            break;
+        {
+            /* the WQE may be asked for in pieces: LAST ends a piece */
+            bool end = (pkt->op->flags & QHCA_ROCE_OPF_LAST) &&
+                       h->psn == st->last_psn;
+
+            if (!req_store(c, qp, idx, (uint64_t)psn_diff(h->psn,
+                           st->first_psn) * qp_mtu(qp),
+                           frame + pkt->payload_off, pkt->payload_len, end)) {
+                wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
+                break;
+            }
+            st->resp_done = end;
         }
         st->reread = false;
         st->next_resp_psn = psn_add(h->psn, 1);
-        if (pkt->op->flags & QHCA_ROCE_OPF_LAST) {
-            st->resp_done = true;
-        }
         /* each response acknowledges its PSN */
         req_acked(c, qp, h->psn);
         break;
@@ -1361,12 +1394,17 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     if (pkt->op->flags & QHCA_ROCE_OPF_READ) {
         /*
          * Replay: read the memory again, at the PSNs of this request (the
-         * requester may ask again from the middle of a READ)
+         * requester may ask again from the middle of a READ), but only as
+         * far as was asked for before: PSNs from epsn on are new requests
          */
+        QhcaRoceHdr rh = pkt->hdr;
+        uint64_t room = (uint64_t)psn_diff(e->epsn, rh.psn) * qp_mtu(qp);
+
+        rh.reth.dma_len = MIN(rh.reth.dma_len, room);
         if (!(le32_to_cpu(qp->attr.access_flags) & QHCA_ACCESS_REMOTE_READ) ||
-            (h->reth.dma_len &&
-             !qhca_mr_check(c, h->reth.rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
-                            h->reth.va, h->reth.dma_len))) {
+            (rh.reth.dma_len &&
+             !qhca_mr_check(c, rh.reth.rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
+                            rh.reth.va, rh.reth.dma_len))) {
             return;
         }
         for (i = 0; i < ARRAY_SIZE(e->res); i++) {
@@ -1374,16 +1412,15 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 
             /* asked again while still answering: start that one over */
             if (r->sending && !r->atomic &&
-                psn_diff(h->psn, r->psn) >= 0 &&
-                psn_diff(h->psn, psn_add(r->psn, r->npkt - 1)) <= 0) {
-                read_start(qp, r, h);
-                r->npkt = MAX(1, DIV_ROUND_UP(h->reth.dma_len, qp_mtu(qp)));
+                psn_diff(rh.psn, r->psn) >= 0 &&
+                psn_diff(rh.psn, psn_add(r->psn, r->npkt - 1)) <= 0) {
+                read_start(qp, r, &rh);
                 qp_schedule(c);
                 return;
             }
         }
         read_flush(c, qp);
-        read_start(qp, &e->replay, h);
+        read_start(qp, &e->replay, &rh);
         qp_schedule(c);
         return;
     }

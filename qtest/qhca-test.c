@@ -2574,6 +2574,45 @@ static void test_wire_lossy_rdma(void)
     pair_stop(&p);
 }
 
+/*
+ * Several large READs in flight at once, as ib_read_bw posts them, over a
+ * lossy wire (as a UDP socket netdev is when a burst overflows it)
+ */
+static void test_wire_reads_in_flight(void)
+{
+    Pair p;
+    End a, b;
+    Mr back, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    const uint32_t len = 256 * 1024;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+    int i;
+
+    pair_start(&p, WIRE_DROP_RANDOM);
+    rc_pair(&p, &a, &b, NULL, false);
+    back = mr_reg(&p.a, a.pdn, 4 * len, QHCA_ACCESS_LOCAL_WRITE, 0x10000000);
+    mb = mr_reg(&p.b, b.pdn, len, QHCA_ACCESS_REMOTE_READ, 0x20000000);
+    fill(out, len, 21);
+    mr_io(&p.b, &mb, 0, out, len, true);
+    for (i = 0; i < 8; i++) {
+        w = wqe(QHCA_WQE_RDMA_READ, i);
+        w.rdma.remote_addr = cpu_to_le64(mb.iova);
+        w.rdma.rkey = cpu_to_le32(mb.key);
+        s = sge(&back, (uint64_t)(i % 4) * len, len);
+        post_send(&a, &w, &s, 1, NULL, 0);
+    }
+    for (i = 0; i < 8; i++) {
+        expect_cqe(&a, i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_READ);
+    }
+    for (i = 0; i < 4; i++) {
+        mr_io(&p.a, &back, (uint64_t)i * len, in, len, false);
+        g_assert_true(memcmp(in, out, len) == 0);
+    }
+    pair_stop(&p);
+}
+
 static void qhca_add_wire_tests(void)
 {
     qtest_add_func("/qhca/wire/send-recv", test_wire_send_recv);
@@ -2581,6 +2620,7 @@ static void qhca_add_wire_tests(void)
     qtest_add_func("/qhca/wire/srq", test_wire_srq);
     qtest_add_func("/qhca/wire/write-read-1m", test_wire_write_read_1m);
     qtest_add_func("/qhca/wire/atomics", test_wire_atomics);
+    qtest_add_func("/qhca/wire/reads-in-flight", test_wire_reads_in_flight);
     qtest_add_func("/qhca/wire/ud-grh", test_wire_ud);
     qtest_add_func("/qhca/wire/bad-rkey", test_wire_bad_rkey);
     qtest_add_func("/qhca/wire/out-of-bounds", test_wire_out_of_bounds);
