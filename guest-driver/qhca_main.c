@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * qhca: PCI probe/remove, interrupts, and the pairing of the RDMA device
- * with the net_device that carries its IP addresses.
+ * qhca: PCI probe/remove, device bring-up, and the pairing of the RDMA
+ * device with the net_device that carries its IP addresses.
  *
  * The device publishes a MAC address; the guest's Ethernet interface with
  * the same permanent MAC (a virtio-net) is bound to port 1 with
@@ -15,7 +15,6 @@
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/rtnetlink.h>
-#include <net/addrconf.h>
 
 #include "qhca.h"
 
@@ -23,15 +22,6 @@ MODULE_DESCRIPTION("qhca software RoCEv2 HCA driver");
 MODULE_LICENSE("Dual BSD/GPL");
 
 #define QHCA_REG_TIMEOUT_US	(100 * USEC_PER_MSEC)
-
-static irqreturn_t qhca_async_irq(int irq, void *data)
-{
-	struct qhca_dev *dev = data;
-
-	/* Command completions and async events arrive here once they exist. */
-	atomic64_inc(&dev->async_irqs);
-	return IRQ_HANDLED;
-}
 
 static int qhca_reset(struct qhca_dev *dev)
 {
@@ -90,7 +80,8 @@ static void qhca_update_port_state(struct qhca_dev *dev)
 
 	ASSERT_RTNL();
 
-	if (ndev && netif_running(ndev) && netif_carrier_ok(ndev))
+	if (ndev && netif_running(ndev) && netif_carrier_ok(ndev) &&
+	    READ_ONCE(dev->hw_link_up) && !qhca_dead(dev))
 		state = IB_PORT_ACTIVE;
 	if (state == dev->port_state)
 		return;
@@ -189,6 +180,38 @@ static void qhca_gid_rescan(struct work_struct *work)
 	rdma_roce_rescan_port(&dev->ibdev, QHCA_PORT);
 }
 
+/* The device's link changed (async event) */
+static void qhca_port_work(struct work_struct *work)
+{
+	struct qhca_dev *dev = container_of(work, struct qhca_dev, port_work);
+
+	if (test_bit(QHCA_DEV_UNREGISTERING, &dev->flags))
+		return;
+	rtnl_lock();
+	ibdev_info(&dev->ibdev, "device link %s\n",
+		   READ_ONCE(dev->hw_link_up) ? "up" : "down");
+	qhca_update_port_state(dev);
+	rtnl_unlock();
+}
+
+/* The device is dead (command timeout or fatal error event) */
+static void qhca_fatal_work(struct work_struct *work)
+{
+	struct qhca_dev *dev = container_of(work, struct qhca_dev, fatal_work);
+	struct ib_event event = {
+		.device = &dev->ibdev,
+		.element.port_num = QHCA_PORT,
+		.event = IB_EVENT_DEVICE_FATAL,
+	};
+
+	if (test_bit(QHCA_DEV_UNREGISTERING, &dev->flags))
+		return;
+	ib_dispatch_event(&event);
+	rtnl_lock();
+	qhca_update_port_state(dev);
+	rtnl_unlock();
+}
+
 /* ---- RDMA device ---- */
 
 static int qhca_ib_register(struct qhca_dev *dev)
@@ -199,10 +222,12 @@ static int qhca_ib_register(struct qhca_dev *dev)
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	/* Vector 0 is the async vector; the others are for completions. */
-	ibdev->num_comp_vectors = max(dev->num_vectors - 1, 1);
+	ibdev->num_comp_vectors = dev->num_ceqs;
 	ibdev->dev.parent = &dev->pdev->dev;
 	strscpy(ibdev->node_desc, QHCA_NODE_DESC, sizeof(ibdev->node_desc));
-	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
+	/* EUI-64 from the MAC, in network order (QUERY_DEVICE) */
+	memcpy(&ibdev->node_guid, &dev->attr.node_guid,
+	       sizeof(ibdev->node_guid));
 	ib_set_device_ops(ibdev, &qhca_dev_ops);
 
 	ret = ib_register_device(ibdev, "qhca%d", &dev->pdev->dev);
@@ -227,6 +252,10 @@ static int qhca_ib_register(struct qhca_dev *dev)
 
 static void qhca_ib_unregister(struct qhca_dev *dev)
 {
+	/* No more events from the work items */
+	set_bit(QHCA_DEV_UNREGISTERING, &dev->flags);
+	cancel_work_sync(&dev->port_work);
+	cancel_work_sync(&dev->fatal_work);
 	/* Replays NETDEV_UNREGISTER, which unbinds the netdev. */
 	unregister_netdevice_notifier(&dev->netdev_nb);
 	cancel_work_sync(&dev->gid_rescan_work);
@@ -323,10 +352,15 @@ static int qhca_irq_init(struct qhca_dev *dev)
 	u32 nvec;
 	int ret;
 
+	/* The async vector, and a completion vector per CPU */
 	nvec = qhca_reg_read(dev, QHCA_REG_NUM_VECTORS);
-	nvec = clamp_t(u32, nvec, 1, QHCA_MSIX_VECTORS);
+	nvec = min3(nvec, (u32)QHCA_MSIX_VECTORS, num_online_cpus() + 1);
+	if (nvec < 2) {
+		dev_err(&pdev->dev, "%u MSI-X vectors, need 2\n", nvec);
+		return -ENODEV;
+	}
 
-	ret = pci_alloc_irq_vectors(pdev, 1, nvec, PCI_IRQ_MSIX);
+	ret = pci_alloc_irq_vectors(pdev, 2, nvec, PCI_IRQ_MSIX);
 	if (ret < 0) {
 		dev_err(&pdev->dev, "cannot allocate MSI-X vectors: %d\n",
 			ret);
@@ -346,71 +380,62 @@ static int qhca_irq_init(struct qhca_dev *dev)
 	return 0;
 }
 
-static_assert((1 << QHCA_CMDQ_MAX_LOG_DEPTH) * QHCA_CMD_SIZE <=
-	      QHCA_PAGE_SIZE);
-static_assert((1 << QHCA_CMDCQ_MAX_LOG_DEPTH) * QHCA_CMD_COMP_SIZE <=
-	      QHCA_PAGE_SIZE);
-static_assert((1 << QHCA_AEQ_MAX_LOG_DEPTH) * QHCA_EQE_SIZE <=
-	      QHCA_PAGE_SIZE);
-
-static int qhca_queue_alloc(struct qhca_dev *dev, struct qhca_queue_mem *q)
-{
-	/* Zeroed and page aligned, as the device requires. */
-	q->buf = dma_alloc_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, &q->dma,
-				    GFP_KERNEL);
-	return q->buf ? 0 : -ENOMEM;
-}
-
-static void qhca_queue_free(struct qhca_dev *dev, struct qhca_queue_mem *q)
-{
-	if (!q->buf)
-		return;
-	dma_free_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, q->buf, q->dma);
-	q->buf = NULL;
-}
-
-/* Only once the device can no longer write these pages. */
-static void qhca_queues_free(struct qhca_dev *dev)
-{
-	qhca_queue_free(dev, &dev->aeq);
-	qhca_queue_free(dev, &dev->cmdcq);
-	qhca_queue_free(dev, &dev->cmdq);
-}
-
-/* Give the (reset) device its command queue, completion ring and async EQ. */
-static int qhca_queues_init(struct qhca_dev *dev)
-{
-	int ret;
-
-	ret = qhca_queue_alloc(dev, &dev->cmdq);
-	if (!ret)
-		ret = qhca_queue_alloc(dev, &dev->cmdcq);
-	if (!ret)
-		ret = qhca_queue_alloc(dev, &dev->aeq);
-	if (ret) {
-		qhca_queues_free(dev);
-		return ret;
-	}
-
-	qhca_reg_write64(dev, QHCA_REG_CMDQ_BASE_LO, dev->cmdq.dma);
-	qhca_reg_write(dev, QHCA_REG_CMDQ_LOG_DEPTH, QHCA_CMDQ_MAX_LOG_DEPTH);
-	qhca_reg_write64(dev, QHCA_REG_CMDCQ_BASE_LO, dev->cmdcq.dma);
-	qhca_reg_write(dev, QHCA_REG_CMDCQ_LOG_DEPTH, QHCA_CMDCQ_MAX_LOG_DEPTH);
-	qhca_reg_write64(dev, QHCA_REG_AEQ_BASE_LO, dev->aeq.dma);
-	qhca_reg_write(dev, QHCA_REG_AEQ_LOG_DEPTH, QHCA_AEQ_MAX_LOG_DEPTH);
-	return 0;
-}
-
 static void qhca_irq_uninit(struct qhca_dev *dev)
 {
 	pci_free_irq(dev->pdev, QHCA_MSIX_VEC_ASYNC, dev);
 	pci_free_irq_vectors(dev->pdev);
 }
 
+/* The device's limits and port, read once at bring-up */
+static int qhca_query_hw(struct qhca_dev *dev)
+{
+	struct qhca_device_attr *a = &dev->attr;
+	struct qhca_port_attr port;
+	int ret;
+
+	ret = qhca_cmd_exec(dev, QHCA_CMD_QUERY_DEVICE, NULL, 0, a,
+			    sizeof(*a), NULL, 0);
+	if (ret) {
+		dev_err(&dev->pdev->dev, "QUERY_DEVICE failed: %d\n", ret);
+		return ret;
+	}
+	dev->max_mr_size = le64_to_cpu(a->max_mr_size);
+	dev->max_qp_wr = min_t(u32, le32_to_cpu(a->max_qp_wr),
+			       1u << QHCA_MAX_RING_LOG);
+	dev->max_cqe = min_t(u32, le32_to_cpu(a->max_cqe),
+			     1u << QHCA_MAX_RING_LOG);
+	dev->max_srq_wr = min_t(u32, le32_to_cpu(a->max_srq_wr),
+				1u << QHCA_MAX_RING_LOG);
+	dev->max_fast_reg_pages = min_t(u32,
+					le32_to_cpu(a->max_fast_reg_pages),
+					QHCA_PBL_ENTRIES);
+	dev->max_rd_atom = min(le32_to_cpu(a->max_qp_rd_atom),
+			       le32_to_cpu(a->max_qp_init_rd_atom));
+	dev->caps = le32_to_cpu(a->caps);
+
+	ret = qhca_cmd_exec(dev, QHCA_CMD_QUERY_PORT, NULL, 0, &port,
+			    sizeof(port), NULL, 0);
+	if (ret) {
+		dev_err(&dev->pdev->dev, "QUERY_PORT failed: %d\n", ret);
+		return ret;
+	}
+	dev->hw_link_up = le32_to_cpu(port.link_up);
+
+	/* The kernel's DMA MR (local_dma_lkey) is bounded like any MR */
+	if ((u64)__pa(high_memory - 1) >= dev->max_mr_size)
+		dev_warn(&dev->pdev->dev,
+			 "memory above %#llx is out of reach of kernel DMA (local_dma_lkey)\n",
+			 dev->max_mr_size);
+	return 0;
+}
+
 static void qhca_free_dev(struct qhca_dev *dev)
 {
-	mutex_destroy(&dev->gid_lock);
-	ida_destroy(&dev->pd_ida);
+	WARN_ON(!xa_empty(&dev->cq_xa) || !xa_empty(&dev->qp_xa) ||
+		!xa_empty(&dev->srq_xa));
+	xa_destroy(&dev->srq_xa);
+	xa_destroy(&dev->qp_xa);
+	xa_destroy(&dev->cq_xa);
 	ida_destroy(&dev->db_ida);
 	ib_dealloc_device(&dev->ibdev);
 }
@@ -431,12 +456,18 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 
 	dev->pdev = pdev;
+	/* For ibdev_*() messages before the registration names the device */
+	dev->ibdev.dev.parent = &pdev->dev;
 	dev->port_state = IB_PORT_DOWN;
 	atomic64_set(&dev->async_irqs, 0);
+	atomic_set(&dev->num_objects, 0);
 	ida_init(&dev->db_ida);
-	ida_init(&dev->pd_ida);
-	mutex_init(&dev->gid_lock);
+	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
 	INIT_WORK(&dev->gid_rescan_work, qhca_gid_rescan);
+	INIT_WORK(&dev->port_work, qhca_port_work);
+	INIT_WORK(&dev->fatal_work, qhca_fatal_work);
 	pci_set_drvdata(pdev, dev);
 
 	ret = pci_enable_device(pdev);
@@ -471,29 +502,48 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_unmap;
 
-	ret = qhca_queues_init(dev);
+	ret = qhca_cmdq_init(dev);
 	if (ret)
 		goto err_irq;
 
 	ret = qhca_enable(dev);
 	if (ret)
-		goto err_queues;
+		goto err_reset;
+	qhca_cmdq_start(dev);
+	qhca_aeq_start(dev);
+
+	ret = qhca_query_hw(dev);
+	if (ret)
+		goto err_reset;
+
+	ret = qhca_ceqs_init(dev);
+	if (ret)
+		goto err_reset;
 
 	dev_info(&pdev->dev,
-		 "version %u.%u, MAC %pM, %d vectors, %u doorbell pages\n",
+		 "version %u.%u, MAC %pM, %d vectors, %u doorbell pages, link %s\n",
 		 dev->version >> 16, dev->version & 0xffff, dev->mac,
-		 dev->num_vectors, dev->num_db_pages);
+		 dev->num_vectors, dev->num_db_pages,
+		 dev->hw_link_up ? "up" : "down");
 
 	ret = qhca_ib_register(dev);
 	if (ret)
-		goto err_queues;
+		goto err_ceqs;
 
 	return 0;
 
-err_queues:
+err_ceqs:
+	qhca_ceqs_stop(dev);
+err_reset:
+	set_bit(QHCA_DEV_UNREGISTERING, &dev->flags);
 	qhca_reset(dev);
 	pci_clear_master(pdev);
-	qhca_queues_free(dev);
+	/* The reset device raises no more interrupts; let a late one end */
+	synchronize_irq(pci_irq_vector(pdev, QHCA_MSIX_VEC_ASYNC));
+	cancel_work_sync(&dev->port_work);
+	cancel_work_sync(&dev->fatal_work);
+	qhca_ceqs_free(dev);
+	qhca_cmdq_free(dev);
 err_irq:
 	qhca_irq_uninit(dev);
 err_unmap:
@@ -512,14 +562,22 @@ static void qhca_remove(struct pci_dev *pdev)
 {
 	struct qhca_dev *dev = pci_get_drvdata(pdev);
 
+	/* Destroys every object that is left, user contexts' too */
 	qhca_ib_unregister(dev);
+	qhca_ceqs_stop(dev);
 
 	if (qhca_reset(dev))
 		dev_warn(&pdev->dev, "device reset timed out\n");
 	/* No DMA from here on, even if the reset did not complete. */
 	pci_clear_master(pdev);
-	qhca_queues_free(dev);
 	qhca_irq_uninit(dev);
+	cancel_work_sync(&dev->port_work);
+	cancel_work_sync(&dev->fatal_work);
+	qhca_ceqs_free(dev);
+	qhca_cmdq_free(dev);
+	if (atomic_read(&dev->num_objects))
+		dev_err(&pdev->dev, "%d objects not freed\n",
+			atomic_read(&dev->num_objects));
 	dev_dbg(&pdev->dev, "%lld async interrupts\n",
 		atomic64_read(&dev->async_irqs));
 

@@ -1,55 +1,143 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * qhca verbs: the ib_device_ops of the qhca RoCEv2 HCA.
- *
- * This slice implements device and port queries, the RoCE GID table,
- * protection domains, user contexts and their doorbell page mmap.  Queue
- * pairs, completion queues and memory regions are not implemented yet:
- * their ops are left unset, so the RDMA core answers -EOPNOTSUPP for them.
+ * qhca verbs: device and port queries, the RoCE GID table, protection
+ * domains, user contexts and their doorbell page, memory regions, address
+ * handles, and the ib_device_ops table.  Completion queues are in
+ * qhca_cq.c, queue pairs and shared receive queues in qhca_qp.c.
  */
 
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "qhca.h"
 #include "qhca-abi.h"
+
+/* ---- udata ---- */
+
+/*
+ * Copy the provider's command of @len bytes; a longer one must have only
+ * zeros past what this driver knows.
+ */
+int qhca_udata_in(struct ib_udata *udata, void *cmd, size_t len)
+{
+	if (udata->inlen < len)
+		return -EINVAL;
+	if (udata->inlen > len &&
+	    !ib_is_udata_cleared(udata, len, udata->inlen - len))
+		return -EOPNOTSUPP;
+	return ib_copy_from_udata(cmd, udata, len);
+}
+
+/* For verbs whose driver command is empty */
+int qhca_udata_no_in(struct ib_udata *udata)
+{
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* The response, truncated to what the provider has room for */
+int qhca_udata_out(struct ib_udata *udata, void *resp, size_t len)
+{
+	return ib_copy_to_udata(udata, resp, min(udata->outlen, len));
+}
+
+/* The doorbell page of the user context behind @udata (0 for kernel) */
+u32 qhca_ucontext_db_page(struct ib_udata *udata)
+{
+	struct qhca_ucontext *uctx;
+
+	if (!udata)
+		return QHCA_KERNEL_DB_PAGE;
+	uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
+					 ibucontext);
+	return uctx->db_page;
+}
+
+u32 qhca_access(int ib_access)
+{
+	u32 access = 0;
+
+	if (ib_access & IB_ACCESS_LOCAL_WRITE)
+		access |= QHCA_ACCESS_LOCAL_WRITE;
+	if (ib_access & IB_ACCESS_REMOTE_WRITE)
+		access |= QHCA_ACCESS_REMOTE_WRITE;
+	if (ib_access & IB_ACCESS_REMOTE_READ)
+		access |= QHCA_ACCESS_REMOTE_READ;
+	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
+		access |= QHCA_ACCESS_REMOTE_ATOMIC;
+	return access;
+}
+
+#define QHCA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+static u32 qhca_next_key_variant(struct qhca_dev *dev)
+{
+	return (u32)atomic_inc_return(&dev->key_variant) &
+	       QHCA_KEY_VARIANT_MASK;
+}
+
+/* ---- device and port ---- */
 
 static int qhca_query_device(struct ib_device *ibdev,
 			     struct ib_device_attr *attr,
 			     struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibdev);
+	const struct qhca_device_attr *a = &dev->attr;
+	int ret;
+
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ret;
 
 	memset(attr, 0, sizeof(*attr));
-
-	attr->fw_ver = dev->version;
+	attr->fw_ver = le64_to_cpu(a->fw_version);
 	attr->sys_image_guid = ibdev->node_guid;
-	attr->max_mr_size = QHCA_DRV_MAX_MR_SIZE;
-	attr->page_size_cap = QHCA_PAGE_SIZE;
-	attr->vendor_id = dev->pdev->vendor;
-	attr->vendor_part_id = dev->pdev->device;
-	attr->hw_ver = dev->pdev->revision;
-	attr->max_qp = QHCA_DRV_MAX_QP;
-	attr->max_qp_wr = QHCA_DRV_MAX_QP_WR;
-	attr->max_send_sge = QHCA_MAX_SGE;
-	attr->max_recv_sge = QHCA_MAX_SGE;
-	attr->max_sge_rd = QHCA_MAX_SGE;
-	attr->max_cq = QHCA_DRV_MAX_CQ;
-	attr->max_cqe = QHCA_DRV_MAX_CQE;
-	attr->max_mr = QHCA_DRV_MAX_MR;
-	attr->max_pd = QHCA_DRV_MAX_PD;
-	attr->max_qp_rd_atom = QHCA_DRV_MAX_RD_ATOM;
-	attr->max_qp_init_rd_atom = QHCA_DRV_MAX_RD_ATOM;
-	attr->max_res_rd_atom = QHCA_DRV_MAX_QP * QHCA_DRV_MAX_RD_ATOM;
+	attr->max_mr_size = dev->max_mr_size;
+	attr->page_size_cap = le64_to_cpu(a->page_size_cap) &
+			      QHCA_PAGE_SIZE_CAP;
+	attr->vendor_id = le32_to_cpu(a->vendor_id);
+	attr->vendor_part_id = le32_to_cpu(a->vendor_part_id);
+	attr->hw_ver = le32_to_cpu(a->hw_version);
+	attr->max_qp = le32_to_cpu(a->max_qp);
+	attr->max_qp_wr = dev->max_qp_wr;
+	attr->device_cap_flags = IB_DEVICE_CURR_QP_STATE_MOD |
+				 IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_SYS_IMAGE_GUID;
+	if (dev->caps & QHCA_CAP_FRMR)
+		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_send_sge = min_t(u32, le32_to_cpu(a->max_sge),
+				   QHCA_MAX_SGE);
+	attr->max_recv_sge = attr->max_send_sge;
+	attr->max_sge_rd = attr->max_send_sge;
+	attr->max_cq = le32_to_cpu(a->max_cq);
+	attr->max_cqe = dev->max_cqe;
+	attr->max_mr = le32_to_cpu(a->max_mr);
+	attr->max_pd = le32_to_cpu(a->max_pd);
+	attr->max_qp_rd_atom = dev->max_rd_atom;
+	attr->max_qp_init_rd_atom = dev->max_rd_atom;
+	attr->max_res_rd_atom = attr->max_qp * dev->max_rd_atom;
 	attr->atomic_cap = (dev->caps & QHCA_CAP_ATOMIC) ?
 			   IB_ATOMIC_HCA : IB_ATOMIC_NONE;
-	attr->max_ah = QHCA_DRV_MAX_AH;
-	attr->max_srq = QHCA_DRV_MAX_SRQ;
-	attr->max_srq_wr = QHCA_DRV_MAX_SRQ_WR;
-	attr->max_srq_sge = QHCA_MAX_SGE;
+	attr->max_ah = le32_to_cpu(a->max_ah);
+	if (dev->caps & QHCA_CAP_SRQ) {
+		attr->max_srq = le32_to_cpu(a->max_srq);
+		attr->max_srq_wr = dev->max_srq_wr;
+		attr->max_srq_sge = min_t(u32, le32_to_cpu(a->max_srq_sge),
+					  QHCA_MAX_SGE);
+	}
+	if (dev->caps & QHCA_CAP_FRMR)
+		attr->max_fast_reg_page_list_len = dev->max_fast_reg_pages;
 	attr->max_pkeys = QHCA_PKEY_TABLE_LEN;
 	attr->local_ca_ack_delay = 15;
 
@@ -67,9 +155,22 @@ static void qhca_get_dev_fw_str(struct ib_device *ibdev, char *str)
 static int qhca_query_port(struct ib_device *ibdev, u32 port,
 			   struct ib_port_attr *attr)
 {
+	struct qhca_dev *dev = to_qhca_dev(ibdev);
+	struct qhca_port_attr hw = {};
 	struct net_device *ndev;
 	bool active = false;
+	bool link_up;
 	int ret;
+
+	/* The device's own wire; the cached state if it cannot answer */
+	ret = qhca_cmd_exec(dev, QHCA_CMD_QUERY_PORT, NULL, 0, &hw,
+			    sizeof(hw), NULL, 0);
+	if (!ret) {
+		link_up = le32_to_cpu(hw.link_up);
+		WRITE_ONCE(dev->hw_link_up, link_up);
+	} else {
+		link_up = READ_ONCE(dev->hw_link_up) && !qhca_dead(dev);
+	}
 
 	/* The core has zeroed *attr. */
 	attr->gid_tbl_len = QHCA_GID_TABLE_LEN;
@@ -78,6 +179,8 @@ static int qhca_query_port(struct ib_device *ibdev, u32 port,
 	attr->ip_gids = true;
 	attr->max_msg_sz = 0x80000000;
 	attr->max_mtu = IB_MTU_4096;
+	if (!ret && le32_to_cpu(hw.max_mtu))
+		attr->max_mtu = ib_mtu_int_to_enum(le32_to_cpu(hw.max_mtu));
 	attr->active_mtu = IB_MTU_1024;
 	attr->max_vl_num = 1;
 	attr->active_width = IB_WIDTH_1X;
@@ -86,7 +189,8 @@ static int qhca_query_port(struct ib_device *ibdev, u32 port,
 	ndev = ib_device_get_netdev(ibdev, port);
 	if (ndev) {
 		active = netif_running(ndev) && netif_carrier_ok(ndev);
-		attr->active_mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
+		attr->active_mtu = min(iboe_get_mtu(READ_ONCE(ndev->mtu)),
+				       attr->max_mtu);
 		dev_put(ndev);
 
 		ret = ib_get_eth_speed(ibdev, port, &attr->active_speed,
@@ -95,7 +199,7 @@ static int qhca_query_port(struct ib_device *ibdev, u32 port,
 			ibdev_dbg(ibdev, "no link speed (%d)\n", ret);
 	}
 
-	if (active) {
+	if (active && link_up) {
 		attr->state = IB_PORT_ACTIVE;
 		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
 	} else {
@@ -133,22 +237,23 @@ static int qhca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 	return 0;
 }
 
+/* The core keeps the GID table; the device gets a copy for its frames. */
 static int qhca_add_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct qhca_dev *dev = to_qhca_dev(attr->device);
-	struct qhca_gid_entry *entry;
+	struct qhca_cmd_gid cmd = {};
+	int ret;
 
 	if (attr->index >= QHCA_GID_TABLE_LEN)
 		return -EINVAL;
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return -EOPNOTSUPP;
 
-	mutex_lock(&dev->gid_lock);
-	entry = &dev->gids[attr->index];
-	entry->gid = attr->gid;
-	entry->gid_type = attr->gid_type;
-	entry->valid = true;
-	mutex_unlock(&dev->gid_lock);
+	cmd.index = cpu_to_le32(attr->index);
+	memcpy(cmd.gid, attr->gid.raw, sizeof(cmd.gid));
+	ret = qhca_cmd(dev, QHCA_CMD_ADD_GID, &cmd, sizeof(cmd), NULL);
+	if (ret)
+		return ret;
 
 	ibdev_dbg(&dev->ibdev, "GID %u: %pI6\n", attr->index, attr->gid.raw);
 	return 0;
@@ -157,29 +262,39 @@ static int qhca_add_gid(const struct ib_gid_attr *attr, void **context)
 static int qhca_del_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct qhca_dev *dev = to_qhca_dev(attr->device);
+	struct qhca_cmd_gid cmd = {};
+	int ret;
 
 	if (attr->index >= QHCA_GID_TABLE_LEN)
 		return -EINVAL;
 
-	mutex_lock(&dev->gid_lock);
-	memset(&dev->gids[attr->index], 0, sizeof(dev->gids[attr->index]));
-	mutex_unlock(&dev->gid_lock);
+	cmd.index = cpu_to_le32(attr->index);
+	ret = qhca_cmd(dev, QHCA_CMD_DEL_GID, &cmd, sizeof(cmd), NULL);
+	/* A dead device has no GID table left */
+	if (ret && !qhca_dead(dev))
+		return ret;
 
 	ibdev_dbg(&dev->ibdev, "GID %u removed\n", attr->index);
 	return 0;
 }
 
+/* ---- protection domains ---- */
+
 static int qhca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
 	struct qhca_pd *pd = to_qhca_pd(ibpd);
-	int pdn;
+	int ret;
 
-	pdn = ida_alloc_range(&dev->pd_ida, 1, QHCA_DRV_MAX_PD, GFP_KERNEL);
-	if (pdn < 0)
-		return pdn;
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ret;
 
-	pd->pdn = pdn;
+	ret = qhca_cmd(dev, QHCA_CMD_ALLOC_PD, NULL, 0, &pd->pdn);
+	if (ret)
+		return ret;
+
+	atomic_inc(&dev->num_objects);
 	return 0;
 }
 
@@ -187,9 +302,12 @@ static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
 
-	ida_free(&dev->pd_ida, to_qhca_pd(ibpd)->pdn);
+	qhca_cmd_destroy(dev, QHCA_CMD_DEALLOC_PD, to_qhca_pd(ibpd)->pdn, 0);
+	atomic_dec(&dev->num_objects);
 	return 0;
 }
+
+/* ---- user contexts ---- */
 
 static int qhca_alloc_ucontext(struct ib_ucontext *ibucontext,
 			       struct ib_udata *udata)
@@ -200,6 +318,12 @@ static int qhca_alloc_ucontext(struct ib_ucontext *ibucontext,
 	struct qhca_user_mmap_entry *entry;
 	int page;
 	int ret;
+
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ret;
+	if (qhca_dead(dev))
+		return -EIO;
 
 	page = ida_alloc_range(&dev->db_ida, 1, dev->num_db_pages - 1,
 			       GFP_KERNEL);
@@ -224,34 +348,41 @@ static int qhca_alloc_ucontext(struct ib_ucontext *ibucontext,
 	}
 	/* From here on, qhca_mmap_free() releases the entry and its page. */
 	uctx->db_entry = &entry->rdma_entry;
+	uctx->db_page = page;
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(&entry->rdma_entry);
 	resp.db_page = page;
-	resp.max_inline = QHCA_MAX_INLINE;
+	resp.max_inline = le32_to_cpu(dev->attr.max_inline);
+	/* Header sizes: the strides are per QP (see qhca_qp.c) */
 	resp.sq_wqe_size = sizeof(struct qhca_send_wqe);
 	resp.rq_wqe_size = sizeof(struct qhca_recv_wqe);
 	resp.cqe_size = sizeof(struct qhca_cqe);
 	resp.max_sge = QHCA_MAX_SGE;
 
-	ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	ret = qhca_udata_out(udata, &resp, sizeof(resp));
 	if (ret) {
 		rdma_user_mmap_entry_remove(uctx->db_entry);
 		return ret;
 	}
 
+	atomic_inc(&dev->num_objects);
 	return 0;
 }
 
 static void qhca_dealloc_ucontext(struct ib_ucontext *ibucontext)
 {
+	struct qhca_dev *dev = to_qhca_dev(ibucontext->device);
+
 	rdma_user_mmap_entry_remove(to_qhca_ucontext(ibucontext)->db_entry);
+	atomic_dec(&dev->num_objects);
 }
 
 static void qhca_disassociate_ucontext(struct ib_ucontext *ibucontext)
 {
 	/*
-	 * The RDMA core zaps the doorbell mappings itself; the device holds
-	 * no per-context state yet.
+	 * The RDMA core destroys the context's objects (which frees their
+	 * device resources and unpins their rings) and zaps the doorbell
+	 * mapping itself; nothing else refers to the device.
 	 */
 }
 
@@ -283,27 +414,333 @@ static void qhca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 	kfree(entry);
 }
 
+/* ---- memory regions ---- */
+
+static struct qhca_mr *qhca_mr_alloc(void)
+{
+	return kzalloc(sizeof(struct qhca_mr), GFP_KERNEL);
+}
+
+static void qhca_mr_set_key(struct qhca_mr *mr, u32 key)
+{
+	mr->ibmr.lkey = key;
+	mr->ibmr.rkey = key;
+}
+
+/* The kernel's DMA MR: guest-physical addresses, no page list */
+static struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
+	struct qhca_cmd_reg_mr cmd = {};
+	struct qhca_mr *mr;
+	u32 key;
+	int ret;
+
+	if (access & ~QHCA_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+
+	mr = qhca_mr_alloc();
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
+	cmd.access = cpu_to_le32(qhca_access(access));
+	cmd.iova = 0;
+	/* The device bounds every MR, this one too: see the README */
+	cmd.length = cpu_to_le64(dev->max_mr_size);
+	cmd.flags = cpu_to_le32(QHCA_MR_PHYS);
+	cmd.key_variant = cpu_to_le32(qhca_next_key_variant(dev));
+	ret = qhca_cmd(dev, QHCA_CMD_REG_MR, &cmd, sizeof(cmd), &key);
+	if (ret) {
+		kfree(mr);
+		return ERR_PTR(ret);
+	}
+
+	qhca_mr_set_key(mr, key);
+	atomic_inc(&dev->num_objects);
+	return &mr->ibmr;
+}
+
+static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start,
+				      u64 length, u64 virt_addr, int access,
+				      struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
+	struct qhca_cmd_reg_mr cmd = {};
+	struct ib_block_iter biter;
+	unsigned long pgsz;
+	struct qhca_pbl pbl;
+	struct qhca_mr *mr;
+	size_t npages;
+	u32 key, i = 0;
+	int ret;
+
+	if (access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > dev->max_mr_size)
+		return ERR_PTR(-EINVAL);
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ERR_PTR(ret);
+
+	mr = qhca_mr_alloc();
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		ret = PTR_ERR(mr->umem);
+		mr->umem = NULL;
+		goto err_free;
+	}
+
+	pgsz = ib_umem_find_best_pgsz(mr->umem,
+				      le64_to_cpu(dev->attr.page_size_cap) &
+				      QHCA_PAGE_SIZE_CAP, virt_addr);
+	if (!pgsz) {
+		ret = -EINVAL;
+		goto err_umem;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	if (npages > QHCA_PBL_MAX_PAGES) {
+		ret = -EINVAL;
+		goto err_umem;
+	}
+
+	ret = qhca_pbl_alloc(dev, &pbl, npages);
+	if (ret)
+		goto err_umem;
+	rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz)
+		qhca_pbl_set(&pbl, i++, rdma_block_iter_dma_address(&biter));
+
+	cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
+	cmd.access = cpu_to_le32(qhca_access(access));
+	cmd.iova = cpu_to_le64(virt_addr);
+	cmd.length = cpu_to_le64(length);
+	qhca_pbl_desc(&pbl, &cmd.mem, __ffs(pgsz));
+	cmd.key_variant = cpu_to_le32(qhca_next_key_variant(dev));
+	ret = qhca_cmd(dev, QHCA_CMD_REG_MR, &cmd, sizeof(cmd), &key);
+	qhca_pbl_free(dev, &pbl);
+	if (ret)
+		goto err_umem;
+
+	qhca_mr_set_key(mr, key);
+	atomic_inc(&dev->num_objects);
+	ibdev_dbg(&dev->ibdev, "MR %#x: %zu pages of %lu bytes, %u-level list\n",
+		  key, npages, pgsz, cmd.mem.levels);
+	return &mr->ibmr;
+
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+/* A fast-registration MR: filled by a REG_MR work request */
+static struct ib_mr *qhca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				   u32 max_num_sg)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
+	struct qhca_cmd_alloc_mr cmd = {};
+	struct qhca_mr *mr;
+	u32 key;
+	int ret;
+
+	if (type != IB_MR_TYPE_MEM_REG || !(dev->caps & QHCA_CAP_FRMR))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > dev->max_fast_reg_pages)
+		return ERR_PTR(-EINVAL);
+
+	mr = qhca_mr_alloc();
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	mr->max_pages = max_num_sg;
+	mr->pages = dma_alloc_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE,
+				       &mr->pages_dma, GFP_KERNEL);
+	if (!mr->pages) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+
+	cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
+	cmd.max_pages = cpu_to_le32(max_num_sg);
+	cmd.key_variant = cpu_to_le32(qhca_next_key_variant(dev));
+	ret = qhca_cmd(dev, QHCA_CMD_ALLOC_MR, &cmd, sizeof(cmd), &key);
+	if (ret)
+		goto err_pages;
+
+	qhca_mr_set_key(mr, key);
+	atomic_inc(&dev->num_objects);
+	return &mr->ibmr;
+
+err_pages:
+	dma_free_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, mr->pages,
+			  mr->pages_dma);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+static int qhca_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct qhca_mr *mr = to_qhca_mr(ibmr);
+
+	if (mr->npages >= mr->max_pages)
+		return -ENOMEM;
+	mr->pages[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+static int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
+			  int sg_nents, unsigned int *sg_offset)
+{
+	struct qhca_mr *mr = to_qhca_mr(ibmr);
+
+	if (!mr->pages)
+		return -EINVAL;
+	/* The device takes 4 KiB .. 1 GiB pages */
+	if (!(ibmr->page_size & QHCA_PAGE_SIZE_CAP) ||
+	    !is_power_of_2(ibmr->page_size))
+		return -EINVAL;
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qhca_set_page);
+}
+
+static int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibmr->device);
+	struct qhca_mr *mr = to_qhca_mr(ibmr);
+
+	qhca_cmd_destroy(dev, QHCA_CMD_DEREG_MR, ibmr->lkey, 0);
+	ib_umem_release(mr->umem);
+	if (mr->pages)
+		dma_free_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, mr->pages,
+				  mr->pages_dma);
+	kfree(mr);
+	atomic_dec(&dev->num_objects);
+	return 0;
+}
+
+/* ---- address handles ---- */
+
+/* May be called in atomic context (without RDMA_CREATE_AH_SLEEPABLE) */
+static int qhca_create_ah(struct ib_ah *ibah,
+			  struct rdma_ah_init_attr *init_attr,
+			  struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibah->device);
+	struct rdma_ah_attr *ah_attr = init_attr->ah_attr;
+	struct qhca_cmd_create_ah cmd = {};
+	struct qhca_ah *ah = to_qhca_ah(ibah);
+	const struct ib_global_route *grh;
+	unsigned int flags = 0;
+	int ret;
+
+	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah_attr) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah_attr);
+	if (!grh->sgid_attr || grh->sgid_attr->index >= QHCA_GID_TABLE_LEN)
+		return -EINVAL;
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ret;
+
+	cmd.pdn = cpu_to_le32(to_qhca_pd(ibah->pd)->pdn);
+	cmd.sgid_index = grh->sgid_attr->index;
+	cmd.hop_limit = grh->hop_limit;
+	cmd.traffic_class = grh->traffic_class;
+	cmd.flow_label = cpu_to_le32(grh->flow_label);
+	memcpy(cmd.dmac, ah_attr->roce.dmac, ETH_ALEN);
+	memcpy(cmd.dgid, grh->dgid.raw, sizeof(cmd.dgid));
+
+	if (!(init_attr->flags & RDMA_CREATE_AH_SLEEPABLE))
+		flags |= QHCA_CMD_ATOMIC;
+	ret = qhca_cmd_exec(dev, QHCA_CMD_CREATE_AH, &cmd, sizeof(cmd), NULL,
+			    0, &ah->ahn, flags);
+	if (ret)
+		return ret;
+
+	if (udata) {
+		struct qhca_create_ah_resp resp = { .ahn = ah->ahn };
+
+		ret = qhca_udata_out(udata, &resp, sizeof(resp));
+		if (ret) {
+			qhca_cmd_destroy(dev, QHCA_CMD_DESTROY_AH, ah->ahn, 0);
+			return ret;
+		}
+	}
+
+	atomic_inc(&dev->num_objects);
+	return 0;
+}
+
+/*
+ * Without RDMA_DESTROY_AH_SLEEPABLE (atomic context) the command is only
+ * posted: commands execute in order, so a later DEALLOC_PD finds the AH
+ * gone.
+ */
+static int qhca_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibah->device);
+
+	qhca_cmd_destroy(dev, QHCA_CMD_DESTROY_AH, to_qhca_ah(ibah)->ahn,
+			 (flags & RDMA_DESTROY_AH_SLEEPABLE) ? 0 :
+			 QHCA_CMD_NOWAIT);
+	atomic_dec(&dev->num_objects);
+	return 0;
+}
+
 const struct ib_device_ops qhca_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = QHCA_UVERBS_ABI_VERSION,
 
 	.add_gid = qhca_add_gid,
+	.alloc_mr = qhca_alloc_mr,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
+	.create_ah = qhca_create_ah,
+	.create_cq = qhca_create_cq,
+	.create_qp = qhca_create_qp,
+	.create_srq = qhca_create_srq,
+	.create_user_ah = qhca_create_ah,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.del_gid = qhca_del_gid,
+	.dereg_mr = qhca_dereg_mr,
+	.destroy_ah = qhca_destroy_ah,
+	.destroy_cq = qhca_destroy_cq,
+	.destroy_qp = qhca_destroy_qp,
+	.destroy_srq = qhca_destroy_srq,
 	.disassociate_ucontext = qhca_disassociate_ucontext,
 	.get_dev_fw_str = qhca_get_dev_fw_str,
+	.get_dma_mr = qhca_get_dma_mr,
 	.get_link_layer = qhca_get_link_layer,
 	.get_port_immutable = qhca_get_port_immutable,
+	.map_mr_sg = qhca_map_mr_sg,
 	.mmap = qhca_mmap,
 	.mmap_free = qhca_mmap_free,
+	.modify_qp = qhca_modify_qp,
+	.modify_srq = qhca_modify_srq,
+	.poll_cq = qhca_poll_cq,
+	.post_recv = qhca_post_recv,
+	.post_send = qhca_post_send,
+	.post_srq_recv = qhca_post_srq_recv,
 	.query_device = qhca_query_device,
 	.query_pkey = qhca_query_pkey,
 	.query_port = qhca_query_port,
+	.query_qp = qhca_query_qp,
+	.query_srq = qhca_query_srq,
+	.reg_user_mr = qhca_reg_user_mr,
+	.req_notify_cq = qhca_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qhca_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, qhca_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qhca_ucontext, ibucontext),
 };

@@ -176,6 +176,18 @@ static int qhca_ring_init(QhcaCore *c, QhcaRing *r,
                            &r->mem);
 }
 
+/* Write a ring entry at @addr with its owner byte (at @owner_off) last */
+static bool qhca_write_entry(QhcaCore *c, uint64_t addr, const void *entry,
+                             size_t size, size_t owner_off)
+{
+    const uint8_t *e = entry;
+
+    return dma_write(c, addr, e, owner_off) &&
+           dma_write(c, addr + owner_off + 1, e + owner_off + 1,
+                     size - owner_off - 1) &&
+           dma_write(c, addr + owner_off, e + owner_off, 1);
+}
+
 /*
  * Write one entry of a device-written ring; @owner_off is the offset of its
  * owner byte.  The owner byte is written last.
@@ -187,13 +199,8 @@ static bool qhca_ring_produce(QhcaCore *c, QhcaRing *r, void *entry,
     uint64_t addr;
 
     e[owner_off] = ((r->pi >> r->log_depth) & 1) ? 0 : QHCA_OWNER_BIT;
-    if (!qhca_ring_entry_addr(r, r->pi, &addr)) {
-        return false;
-    }
-    if (!dma_write(c, addr, e, owner_off) ||
-        !dma_write(c, addr + owner_off + 1, e + owner_off + 1,
-                   size - owner_off - 1) ||
-        !dma_write(c, addr + owner_off, e + owner_off, 1)) {
+    if (!qhca_ring_entry_addr(r, r->pi, &addr) ||
+        !qhca_write_entry(c, addr, e, size, owner_off)) {
         return false;
     }
     r->pi++;
@@ -256,7 +263,8 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj)
     }
     eqe.owner = ((c->aeq_pi >> c->aeq_log_depth) & 1) ? 0 : QHCA_OWNER_BIT;
     addr = c->aeq_base + (uint64_t)(c->aeq_pi & (depth - 1)) * QHCA_EQE_SIZE;
-    if (!dma_write(c, addr, &eqe, sizeof(eqe))) {
+    if (!qhca_write_entry(c, addr, &eqe, sizeof(eqe),
+                          offsetof(struct qhca_eqe, owner))) {
         c->status |= QHCA_STATUS_FATAL;
         c->fatal_code = QHCA_FATAL_AEQ_DMA;
         return;
@@ -749,8 +757,10 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
         mr->iova = le64_to_cpu(p->iova);
         mr->length = le64_to_cpu(p->length);
         mr->phys = flags & QHCA_MR_PHYS;
+        /* A guest-physical (DMA) MR may span all of guest memory */
         if ((mr->access & ~QHCA_ACCESS_MASK) || (flags & ~QHCA_MR_PHYS) ||
-            mr->length == 0 || mr->length > QHCA_MAX_MR_SIZE ||
+            mr->length == 0 ||
+            (!mr->phys && mr->length > QHCA_MAX_MR_SIZE) ||
             mr->iova + mr->length < mr->iova) {
             qhca_guest_error(c, "REG_MR: bad access, flags or range",
                              mr->length);
@@ -1473,7 +1483,8 @@ static void qhca_cmdq_run(QhcaCore *c)
                      0 : QHCA_OWNER_BIT;
         addr = c->cmdcq_base +
                (uint64_t)(c->cmdcq_pi & (cdepth - 1)) * QHCA_CMD_COMP_SIZE;
-        if (!dma_write(c, addr, &comp, sizeof(comp))) {
+        if (!qhca_write_entry(c, addr, &comp, sizeof(comp),
+                              offsetof(struct qhca_cmd_comp, owner))) {
             qhca_fatal(c, QHCA_FATAL_CMDCQ_DMA);
             return;
         }

@@ -618,6 +618,16 @@ static void test_cmd_pd_mr(void)
     m.mem.pbl_addr = cpu_to_le64(NO_RAM_ADDR);
     key2 = cmd_ok(&d, QHCA_CMD_REG_MR, &m, sizeof(m));
     g_assert_cmphex(key2, !=, key);
+    /* ... and may cover all of guest memory, unlike a page-list MR */
+    m.length = cpu_to_le64(1ULL << 40);
+    g_assert_cmpint(cmd_obj(&d, QHCA_CMD_DEREG_MR,
+                            cmd_ok(&d, QHCA_CMD_REG_MR, &m, sizeof(m))), ==,
+                    QHCA_CMD_OK);
+    m.flags = 0;
+    m.mem = dev_mem(&d, 1, NULL);
+    g_assert_cmpint(cmd_post(&d, QHCA_CMD_REG_MR, &m, sizeof(m), NULL), ==,
+                    QHCA_CMD_ERR_PARAM);
+    m.length = cpu_to_le64(4096);
 
     /* The PD is busy while MRs use it */
     g_assert_cmpint(cmd_obj(&d, QHCA_CMD_DEALLOC_PD, pdn), ==,

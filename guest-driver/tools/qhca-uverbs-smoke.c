@@ -2,8 +2,10 @@
 /*
  * qhca-uverbs-smoke: exercise the qhca driver's uverbs surface through the
  * raw write() ABI of /dev/infiniband/uverbsN, without rdma-core or the qhca
- * provider.  Prints "ok - NAME" / "not ok - NAME" per case and exits 1 if
- * any case failed.
+ * provider: the context and its doorbell page, queries, PDs, MRs, and the
+ * driver's udata validation for CQs, QPs and SRQs (include/qhca-abi.h):
+ * good commands succeed, every malformed field is refused.  Prints
+ * "ok - NAME" / "not ok - NAME" per case and exits 1 if any case failed.
  *
  *   qhca-uverbs-smoke [DEV [STATE [MTU]]]
  *     DEV    uverbs device (default /dev/infiniband/uverbs0)
@@ -13,7 +15,7 @@
  *            end, then report what a QUERY_PORT returns (EIO once the
  *            driver was removed underneath)
  *
- * Build (static, for the guest image):
+ * Build (static, for the guest image): scripts/build-driver, or
  *   gcc -static -O2 -Wall -I include -o qhca-uverbs-smoke \
  *       guest-driver/tools/qhca-uverbs-smoke.c
  */
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "qhca-abi.h"
@@ -32,6 +35,7 @@
 
 /* link_layer of a port in the uverbs ABI (IBV_LINK_LAYER_ETHERNET) */
 #define LINK_LAYER_ETHERNET	2
+#define QPT_RC			2
 
 static int fd = -1;
 static int failures;
@@ -56,12 +60,297 @@ static int uverbs_cmd(uint32_t command, const void *cmd, size_t inlen,
 		.in_words = (sizeof(hdr) + inlen) / 4,
 		.out_words = outlen / 4,
 	};
-	char buf[256];
+	char buf[512];
 
 	memcpy(buf, &hdr, sizeof(hdr));
 	memcpy(buf + sizeof(hdr), cmd, inlen);
+	errno = 0;
 	return write(fd, buf, sizeof(hdr) + inlen) ==
 		       (ssize_t)(sizeof(hdr) + inlen) ? 0 : -1;
+}
+
+/* The command fails with @err */
+static int fails_with(int ret, int err)
+{
+	return ret && errno == err;
+}
+
+static void *ring(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- CQs ---- */
+
+struct cq_cmd {
+	struct ib_uverbs_create_cq core;
+	struct qhca_create_cq_cmd drv;
+	uint64_t extra;			/* past what the driver knows */
+};
+
+struct cq_resp {
+	struct ib_uverbs_create_cq_resp core;
+	struct qhca_create_cq_resp drv;
+};
+
+static int create_cq(struct cq_cmd *c, size_t inlen, struct cq_resp *r)
+{
+	memset(r, 0, sizeof(*r));
+	c->core.response = (uintptr_t)r;
+	c->core.comp_channel = -1;
+	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_CQ, c, inlen, sizeof(*r));
+}
+
+static int destroy_cq(uint32_t handle)
+{
+	struct ib_uverbs_destroy_cq_resp resp;
+	struct ib_uverbs_destroy_cq d = {
+		.response = (uintptr_t)&resp,
+		.cq_handle = handle,
+	};
+
+	return uverbs_cmd(IB_USER_VERBS_CMD_DESTROY_CQ, &d, sizeof(d),
+			  sizeof(resp));
+}
+
+static void cq_tests(void *buf, uint32_t *cq_handle)
+{
+	const size_t core = sizeof(struct ib_uverbs_create_cq);
+	const size_t full = core + sizeof(struct qhca_create_cq_cmd);
+	struct cq_resp r;
+	struct cq_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.core.cqe = 16;
+	c.drv.buf_va = (uintptr_t)buf;
+	c.drv.depth = 16;
+	check(!create_cq(&c, full, &r) && r.drv.cqn && r.drv.depth == 16 &&
+	      r.core.cqe == 16, "CREATE_CQ with a pinned 16-entry ring");
+	printf("# cqn %u depth %u\n", r.drv.cqn, r.drv.depth);
+	*cq_handle = r.core.cq_handle;
+
+	c.drv.depth = 12;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: depth not a power of two");
+	c.drv.depth = 8;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: depth below the CQEs asked for");
+	c.drv.depth = 65536;
+	c.core.cqe = 16;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: depth above max_cqe");
+	c.drv.depth = 16;
+	c.drv.reserved = 1;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: reserved field set");
+	c.drv.reserved = 0;
+	c.drv.buf_va = (uintptr_t)buf + 64;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: ring not page aligned");
+	c.drv.buf_va = 0;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: no ring");
+	c.drv.buf_va = (uintptr_t)buf;
+	check(fails_with(create_cq(&c, core + 8, &r), EINVAL),
+	      "CREATE_CQ: short driver command");
+	c.core.comp_vector = 99;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: no such completion vector");
+	c.core.comp_vector = 0;
+	c.extra = 1;
+	check(fails_with(create_cq(&c, sizeof(c), &r), EOPNOTSUPP),
+	      "CREATE_CQ: unknown trailing command bytes");
+	c.extra = 0;
+	check(!create_cq(&c, sizeof(c), &r) && !destroy_cq(r.core.cq_handle),
+	      "CREATE_CQ with zero trailing bytes, DESTROY_CQ");
+}
+
+/* ---- QPs and SRQs ---- */
+
+struct qp_cmd {
+	struct ib_uverbs_create_qp core;
+	struct qhca_create_qp_cmd drv;
+};
+
+struct qp_resp {
+	struct ib_uverbs_create_qp_resp core;
+	struct qhca_create_qp_resp drv;
+};
+
+static int create_qp(struct qp_cmd *c, struct qp_resp *r)
+{
+	memset(r, 0, sizeof(*r));
+	c->core.response = (uintptr_t)r;
+	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_QP, c, sizeof(*c),
+			  sizeof(*r));
+}
+
+static int destroy_qp(uint32_t handle)
+{
+	struct ib_uverbs_destroy_qp_resp resp;
+	struct ib_uverbs_destroy_qp d = {
+		.response = (uintptr_t)&resp,
+		.qp_handle = handle,
+	};
+
+	return uverbs_cmd(IB_USER_VERBS_CMD_DESTROY_QP, &d, sizeof(d),
+			  sizeof(resp));
+}
+
+struct srq_cmd {
+	struct ib_uverbs_create_srq core;
+	struct qhca_create_srq_cmd drv;
+};
+
+struct srq_resp {
+	struct ib_uverbs_create_srq_resp core;
+	struct qhca_create_srq_resp drv;
+};
+
+static int create_srq(struct srq_cmd *c, struct srq_resp *r)
+{
+	memset(r, 0, sizeof(*r));
+	c->core.response = (uintptr_t)r;
+	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_SRQ, c, sizeof(*c),
+			  sizeof(*r));
+}
+
+static int destroy_srq(uint32_t handle)
+{
+	struct ib_uverbs_destroy_srq_resp resp;
+	struct ib_uverbs_destroy_srq d = {
+		.response = (uintptr_t)&resp,
+		.srq_handle = handle,
+	};
+
+	return uverbs_cmd(IB_USER_VERBS_CMD_DESTROY_SRQ, &d, sizeof(d),
+			  sizeof(resp));
+}
+
+static void qp_tests(uint32_t pd, uint32_t cq, void *sq, void *rq)
+{
+	struct srq_resp sr;
+	struct srq_cmd s;
+	struct qp_resp r;
+	struct qp_cmd c;
+
+	/*
+	 * 16 x 1 SGE, no inline: send stride 128 (64 + 16 rounded up),
+	 * which holds 4 SGEs or 64 inline bytes; receive stride 32.
+	 */
+	memset(&c, 0, sizeof(c));
+	c.core.pd_handle = pd;
+	c.core.send_cq_handle = cq;
+	c.core.recv_cq_handle = cq;
+	c.core.max_send_wr = 16;
+	c.core.max_recv_wr = 16;
+	c.core.max_send_sge = 1;
+	c.core.max_recv_sge = 1;
+	c.core.qp_type = QPT_RC;
+	c.drv.sq_va = (uintptr_t)sq;
+	c.drv.rq_va = (uintptr_t)rq;
+	c.drv.sq_depth = 16;
+	c.drv.rq_depth = 16;
+	check(!create_qp(&c, &r) && r.core.qpn >= 2 && r.drv.qpn == r.core.qpn &&
+	      r.drv.sq_depth == 16 && r.drv.rq_depth == 16,
+	      "CREATE_QP (RC) with pinned rings");
+	printf("# qpn %u caps: send %u x %u sge, inline %u; recv %u x %u sge\n",
+	       r.core.qpn, r.core.max_send_wr, r.core.max_send_sge,
+	       r.core.max_inline_data, r.core.max_recv_wr,
+	       r.core.max_recv_sge);
+	check(r.core.max_send_wr == 16 && r.core.max_send_sge == 4 &&
+	      r.core.max_inline_data == 64 && r.core.max_recv_wr == 16 &&
+	      r.core.max_recv_sge == 1, "CREATE_QP writes back the stride's caps");
+	check(!destroy_qp(r.core.qp_handle), "DESTROY_QP");
+
+	c.drv.sq_depth = 32;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP: SQ depth not what the caps give");
+	c.drv.sq_depth = 16;
+	c.drv.rq_depth = 8;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP: RQ depth not what the caps give");
+	c.drv.rq_depth = 16;
+	c.drv.sq_va += 256;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP: SQ ring not page aligned");
+	c.drv.sq_va = (uintptr_t)sq;
+	c.core.max_send_wr = 100000;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP: more WRs than max_qp_wr");
+	c.core.max_send_wr = 16;
+	c.core.max_inline_data = 600;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP: more inline data than the device takes");
+	c.core.max_inline_data = 0;
+
+	/* An SRQ of 8 x 1 SGE (stride 32), and a QP that uses it */
+	memset(&s, 0, sizeof(s));
+	s.core.pd_handle = pd;
+	s.core.max_wr = 8;
+	s.core.max_sge = 1;
+	s.drv.buf_va = (uintptr_t)rq;
+	s.drv.depth = 8;
+	s.drv.reserved = 1;
+	check(fails_with(create_srq(&s, &sr), EINVAL),
+	      "CREATE_SRQ: reserved field set");
+	s.drv.reserved = 0;
+	s.drv.depth = 16;
+	check(fails_with(create_srq(&s, &sr), EINVAL),
+	      "CREATE_SRQ: depth not what the caps give");
+	s.drv.depth = 8;
+	s.core.srq_limit = 8;
+	check(fails_with(create_srq(&s, &sr), EINVAL),
+	      "CREATE_SRQ: limit not below the depth");
+	s.core.srq_limit = 2;
+	check(!create_srq(&s, &sr) && sr.drv.srqn && sr.drv.depth == 8 &&
+	      sr.core.max_wr == 8 && sr.core.max_sge == 1,
+	      "CREATE_SRQ with a pinned ring");
+
+	c.core.is_srq = 1;
+	c.core.srq_handle = sr.core.srq_handle;
+	c.core.max_recv_wr = 0;
+	c.core.max_recv_sge = 0;
+	c.drv.rq_depth = 0;
+	check(fails_with(create_qp(&c, &r), EINVAL),
+	      "CREATE_QP with an SRQ: an RQ ring is refused");
+	c.drv.rq_va = 0;
+	check(!create_qp(&c, &r) && r.drv.rq_depth == 0 &&
+	      !destroy_qp(r.core.qp_handle), "CREATE_QP with an SRQ");
+	check(!destroy_srq(sr.core.srq_handle), "DESTROY_SRQ");
+}
+
+/* ---- MRs ---- */
+
+static void mr_tests(uint32_t pd, void *buf, size_t len)
+{
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ib_uverbs_reg_mr reg = {
+		.response = (uintptr_t)&resp,
+		.start = (uintptr_t)buf + 100,
+		.length = len - 200,
+		.hca_va = 0x7f0000000064ULL,
+		.pd_handle = pd,
+		.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE |
+				IB_UVERBS_ACCESS_REMOTE_READ,
+	};
+	struct ib_uverbs_dereg_mr dereg = {};
+
+	check(!uverbs_cmd(IB_USER_VERBS_CMD_REG_MR, &reg, sizeof(reg),
+			  sizeof(resp)) && resp.lkey && resp.lkey == resp.rkey,
+	      "REG_MR of an unaligned range, lkey == rkey");
+	printf("# MR key %#x\n", resp.lkey);
+	dereg.mr_handle = resp.mr_handle;
+	check(!uverbs_cmd(IB_USER_VERBS_CMD_DEREG_MR, &dereg, sizeof(dereg),
+			  0), "DEREG_MR");
+
+	reg.access_flags |= IB_UVERBS_ACCESS_ZERO_BASED;
+	check(fails_with(uverbs_cmd(IB_USER_VERBS_CMD_REG_MR, &reg,
+				    sizeof(reg), sizeof(resp)), EOPNOTSUPP),
+	      "REG_MR: zero-based access is not supported");
 }
 
 int main(int argc, char **argv)
@@ -84,13 +373,9 @@ int main(int argc, char **argv)
 	struct ib_uverbs_alloc_pd_resp pd = {};
 	struct ib_uverbs_alloc_pd alloc_pd = { .response = (uintptr_t)&pd };
 	struct ib_uverbs_dealloc_pd dealloc_pd = {};
-	struct ib_uverbs_create_cq_resp cq = {};
-	struct ib_uverbs_create_cq create_cq = {
-		.response = (uintptr_t)&cq,
-		.cqe = 16,
-		.comp_channel = -1,
-	};
+	uint32_t cq_handle = 0;
 	volatile uint32_t *db;
+	void *cqbuf, *sq, *rq, *mrbuf;
 	void *p;
 
 	fd = open(path, O_RDWR);
@@ -109,16 +394,18 @@ int main(int argc, char **argv)
 	check(ctx.drv.sq_wqe_size == sizeof(struct qhca_send_wqe) &&
 	      ctx.drv.rq_wqe_size == sizeof(struct qhca_recv_wqe) &&
 	      ctx.drv.cqe_size == sizeof(struct qhca_cqe),
-	      "context WQE and CQE sizes");
+	      "context WQE header and CQE sizes");
 
 	check(!uverbs_cmd(IB_USER_VERBS_CMD_QUERY_DEVICE, &query_dev,
 			  sizeof(query_dev), sizeof(dev)), "QUERY_DEVICE");
-	printf("# vendor %#x part %#x hw %u fw %#llx max_qp %u max_cqe %u node_guid %#llx\n",
+	printf("# vendor %#x part %#x hw %u fw %#llx max_qp %u max_qp_wr %u max_cqe %u max_srq %u node_guid %#llx\n",
 	       dev.vendor_id, dev.vendor_part_id, dev.hw_ver,
-	       (unsigned long long)dev.fw_ver, dev.max_qp, dev.max_cqe,
-	       (unsigned long long)dev.node_guid);
+	       (unsigned long long)dev.fw_ver, dev.max_qp, dev.max_qp_wr,
+	       dev.max_cqe, dev.max_srq, (unsigned long long)dev.node_guid);
 	check(dev.vendor_id == QHCA_PCI_VENDOR_ID &&
 	      dev.vendor_part_id == QHCA_PCI_DEVICE_ID, "vendor and part id");
+	check(dev.max_qp_wr && dev.max_cqe && dev.max_srq && dev.max_mr &&
+	      dev.max_sge == QHCA_MAX_SGE, "device limits from QUERY_DEVICE");
 
 	check(!uverbs_cmd(IB_USER_VERBS_CMD_QUERY_PORT, &query_port,
 			  sizeof(query_port), sizeof(port)), "QUERY_PORT");
@@ -138,13 +425,22 @@ int main(int argc, char **argv)
 
 	check(!uverbs_cmd(IB_USER_VERBS_CMD_ALLOC_PD, &alloc_pd,
 			  sizeof(alloc_pd), sizeof(pd)), "ALLOC_PD");
+
+	cqbuf = ring(4096);
+	sq = ring(4096);
+	rq = ring(4096);
+	mrbuf = ring(4 * 4096);
+	check(cqbuf && sq && rq && mrbuf, "memory for the rings");
+	if (cqbuf && sq && rq && mrbuf) {
+		cq_tests(cqbuf, &cq_handle);
+		qp_tests(pd.pd_handle, cq_handle, sq, rq);
+		check(!destroy_cq(cq_handle), "DESTROY_CQ");
+		mr_tests(pd.pd_handle, mrbuf, 4 * 4096);
+	}
+
 	dealloc_pd.pd_handle = pd.pd_handle;
 	check(!uverbs_cmd(IB_USER_VERBS_CMD_DEALLOC_PD, &dealloc_pd,
 			  sizeof(dealloc_pd), 0), "DEALLOC_PD");
-	errno = 0;
-	check(uverbs_cmd(IB_USER_VERBS_CMD_CREATE_CQ, &create_cq,
-			 sizeof(create_cq), sizeof(cq)) && errno == EOPNOTSUPP,
-	      "CREATE_CQ is not supported yet (EOPNOTSUPP)");
 
 	db = mmap(NULL, QHCA_PAGE_SIZE, PROT_WRITE, MAP_SHARED, fd,
 		  ctx.drv.db_mmap_key);

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca: completion queues.
+ *
+ * A CQ is a ring of 32-byte CQEs the device writes with an owner bit
+ * (qhca_hw.h).  User CQs live in the provider's memory, which is pinned
+ * here; kernel CQs are polled here.  Consumed entries are returned to the
+ * device with the CQ_CI doorbell, and a CQ is armed for one completion
+ * event with CQ_ARM or CQ_ARM_SOLICITED; the event arrives on the EQ of
+ * the CQ's completion vector (qhca_eq.c).
+ */
+
+#include <rdma/uverbs_ioctl.h>
+
+#include "qhca.h"
+#include "qhca-abi.h"
+
+struct qhca_cq *qhca_cq_get(struct qhca_dev *dev, u32 cqn)
+{
+	struct qhca_cq *cq;
+	unsigned long flags;
+
+	xa_lock_irqsave(&dev->cq_xa, flags);
+	cq = xa_load(&dev->cq_xa, cqn);
+	if (cq && !refcount_inc_not_zero(&cq->refcount))
+		cq = NULL;
+	xa_unlock_irqrestore(&dev->cq_xa, flags);
+	return cq;
+}
+
+void qhca_cq_put(struct qhca_cq *cq)
+{
+	if (refcount_dec_and_test(&cq->refcount))
+		complete(&cq->free);
+}
+
+/* The user CQ's ring, as the provider sized it */
+static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
+			     const struct ib_cq_init_attr *attr,
+			     struct ib_udata *udata)
+{
+	struct qhca_create_cq_cmd cmd;
+	int ret;
+
+	ret = qhca_udata_in(udata, &cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	if (cmd.reserved || !is_power_of_2(cmd.depth) || cmd.depth < 2 ||
+	    cmd.depth > dev->max_cqe || cmd.depth < attr->cqe) {
+		ibdev_dbg(&dev->ibdev, "bad CQ depth %u for %u CQEs\n",
+			  cmd.depth, attr->cqe);
+		return -EINVAL;
+	}
+	return qhca_ring_pin(dev, &cq->ring, cmd.buf_va, cmd.depth,
+			     ilog2(QHCA_CQE_SIZE));
+}
+
+int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+	struct qhca_cmd_create_cq cmd = {};
+	struct qhca_pbl pbl;
+	u32 depth;
+	int ret;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > dev->max_cqe ||
+	    attr->comp_vector >= dev->num_ceqs)
+		return -EINVAL;
+
+	spin_lock_init(&cq->lock);
+	refcount_set(&cq->refcount, 1);
+	init_completion(&cq->free);
+	cq->user = !!udata;
+	if (udata) {
+		ret = qhca_cq_user_ring(dev, cq, attr, udata);
+	} else {
+		depth = roundup_pow_of_two(max_t(u32, attr->cqe,
+						 QHCA_MIN_CQ_DEPTH));
+		ret = qhca_ring_alloc(dev, &cq->ring, depth,
+				      ilog2(QHCA_CQE_SIZE));
+	}
+	if (ret)
+		return ret;
+	depth = cq->ring.depth;
+
+	ret = qhca_ring_pbl(dev, &cq->ring, &pbl, &cmd.mem);
+	if (ret)
+		goto err_ring;
+	cmd.log_depth = ilog2(depth);
+	cmd.eqn = cpu_to_le32(dev->ceqs[attr->comp_vector].eqn);
+	cmd.db_page = cpu_to_le32(qhca_ucontext_db_page(udata));
+	ret = qhca_cmd(dev, QHCA_CMD_CREATE_CQ, &cmd, sizeof(cmd), &cq->cqn);
+	qhca_pbl_free(dev, &pbl);
+	if (ret)
+		goto err_ring;
+
+	ret = xa_insert_irq(&dev->cq_xa, cq->cqn, cq, GFP_KERNEL);
+	if (ret)
+		goto err_destroy;
+
+	/* Every entry is usable: the device stops only at depth unconsumed */
+	ibcq->cqe = depth;
+	if (udata) {
+		struct qhca_create_cq_resp resp = {
+			.cqn = cq->cqn,
+			.depth = depth,
+		};
+
+		ret = qhca_udata_out(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_xa;
+	}
+
+	atomic_inc(&dev->num_objects);
+	return 0;
+
+err_xa:
+	xa_erase_irq(&dev->cq_xa, cq->cqn);
+	qhca_cq_put(cq);
+	wait_for_completion(&cq->free);
+err_destroy:
+	qhca_cmd_destroy(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, 0);
+err_ring:
+	qhca_ring_free(dev, &cq->ring);
+	return ret;
+}
+
+int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+
+	/*
+	 * Out of the table first: once the device has destroyed it, the
+	 * number may be handed out again at once.  No event handler runs for
+	 * this CQ once the references are gone.
+	 */
+	xa_erase_irq(&dev->cq_xa, cq->cqn);
+	qhca_cq_put(cq);
+	wait_for_completion(&cq->free);
+
+	qhca_cmd_destroy(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, 0);
+	qhca_ring_free(dev, &cq->ring);
+	atomic_dec(&dev->num_objects);
+	return 0;
+}
+
+static enum ib_wc_opcode qhca_wc_opcode(u8 opcode)
+{
+	switch (opcode) {
+	case QHCA_CQE_OP_SEND:
+		return IB_WC_SEND;
+	case QHCA_CQE_OP_RDMA_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case QHCA_CQE_OP_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case QHCA_CQE_OP_COMP_SWAP:
+		return IB_WC_COMP_SWAP;
+	case QHCA_CQE_OP_FETCH_ADD:
+		return IB_WC_FETCH_ADD;
+	case QHCA_CQE_OP_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case QHCA_CQE_OP_REG_MR:
+		return IB_WC_REG_MR;
+	case QHCA_CQE_OP_RECV_RDMA_WITH_IMM:
+		return IB_WC_RECV_RDMA_WITH_IMM;
+	default:
+		return IB_WC_RECV;
+	}
+}
+
+static enum ib_wc_status qhca_wc_status(u8 status)
+{
+	switch (status) {
+	case QHCA_CQE_SUCCESS:
+		return IB_WC_SUCCESS;
+	case QHCA_CQE_LOC_LEN_ERR:
+		return IB_WC_LOC_LEN_ERR;
+	case QHCA_CQE_LOC_QP_OP_ERR:
+		return IB_WC_LOC_QP_OP_ERR;
+	case QHCA_CQE_LOC_PROT_ERR:
+		return IB_WC_LOC_PROT_ERR;
+	case QHCA_CQE_WR_FLUSH_ERR:
+		return IB_WC_WR_FLUSH_ERR;
+	case QHCA_CQE_MW_BIND_ERR:
+		return IB_WC_MW_BIND_ERR;
+	case QHCA_CQE_BAD_RESP_ERR:
+		return IB_WC_BAD_RESP_ERR;
+	case QHCA_CQE_LOC_ACCESS_ERR:
+		return IB_WC_LOC_ACCESS_ERR;
+	case QHCA_CQE_REM_INV_REQ_ERR:
+		return IB_WC_REM_INV_REQ_ERR;
+	case QHCA_CQE_REM_ACCESS_ERR:
+		return IB_WC_REM_ACCESS_ERR;
+	case QHCA_CQE_REM_OP_ERR:
+		return IB_WC_REM_OP_ERR;
+	case QHCA_CQE_RETRY_EXC_ERR:
+		return IB_WC_RETRY_EXC_ERR;
+	case QHCA_CQE_RNR_RETRY_EXC_ERR:
+		return IB_WC_RNR_RETRY_EXC_ERR;
+	case QHCA_CQE_REM_ABORT_ERR:
+		return IB_WC_REM_ABORT_ERR;
+	default:
+		return IB_WC_GENERAL_ERR;
+	}
+}
+
+/*
+ * Translate one CQE (cq->lock held, interrupts off).  False if its QP is
+ * gone: the entry is dropped.
+ */
+static bool qhca_cqe_to_wc(struct qhca_dev *dev, const struct qhca_cqe *cqe,
+			   struct ib_wc *wc)
+{
+	u32 qpn = le32_to_cpu(cqe->qpn);
+	struct qhca_qp *qp;
+	bool recv;
+
+	recv = cqe->opcode & QHCA_CQE_OP_RECV;
+
+	/* Holding the table lock keeps the QP from being freed meanwhile */
+	xa_lock(&dev->qp_xa);
+	qp = xa_load(&dev->qp_xa, qpn);
+	if (!qp) {
+		xa_unlock(&dev->qp_xa);
+		ibdev_dbg(&dev->ibdev, "CQE for QP %u, which is gone\n", qpn);
+		return false;
+	}
+	qhca_wq_completed(qp, !recv, le16_to_cpu(cqe->wqe_index));
+	wc->qp = &qp->ibqp;
+	xa_unlock(&dev->qp_xa);
+
+	wc->wr_id = le64_to_cpu(cqe->wr_id);
+	wc->status = qhca_wc_status(cqe->status);
+	wc->opcode = qhca_wc_opcode(cqe->opcode);
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32_to_cpu(cqe->byte_len);
+	wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
+	wc->wc_flags = 0;
+	if (cqe->flags & QHCA_CQE_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		memcpy(&wc->ex.imm_data, cqe->imm_data,
+		       sizeof(wc->ex.imm_data));
+	} else if (cqe->flags & QHCA_CQE_WITH_INV) {
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->invalidated_rkey);
+	}
+	/*
+	 * UD and GSI receives: the buffer starts with the 40-byte GRH area,
+	 * which holds the IPv4 header in its last 20 bytes; the core's
+	 * ib_init_ah_attr_from_wc() reads it when told the header type.
+	 */
+	if (cqe->flags & QHCA_CQE_GRH) {
+		wc->wc_flags |= IB_WC_GRH;
+		if (cqe->network_hdr_type == RDMA_NETWORK_IPV4) {
+			wc->network_hdr_type = RDMA_NETWORK_IPV4;
+			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+		}
+	}
+	wc->pkey_index = 0;
+	wc->slid = 0;
+	wc->sl = 0;
+	wc->dlid_path_bits = 0;
+	wc->port_num = QHCA_PORT;
+	return true;
+}
+
+int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+	unsigned long flags;
+	int n = 0;
+	u16 start;
+
+	if (cq->user)
+		return -EINVAL;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->ci;
+	while (n < num_entries) {
+		struct qhca_cqe *cqe = qhca_ring_entry(&cq->ring, cq->ci);
+
+		if (!qhca_owner_ok(READ_ONCE(cqe->owner), cq->ci,
+				   cq->ring.depth))
+			break;
+		dma_rmb();
+		cq->ci++;
+		if (qhca_cqe_to_wc(dev, cqe, &wc[n]))
+			n++;
+	}
+	if (cq->ci != start)
+		qhca_kdb(dev, QHCA_DB_CQ_CI,
+			 cq->cqn | (u32)cq->ci << QHCA_DB_IDX_SHIFT);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+	unsigned long irqflags;
+	struct qhca_cqe *cqe;
+	int ret = 0;
+	u32 off;
+
+	off = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+	      QHCA_DB_CQ_ARM_SOLICITED : QHCA_DB_CQ_ARM;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	qhca_kdb(dev, off, cq->cqn | (u32)cq->ci << QHCA_DB_IDX_SHIFT);
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		cqe = qhca_ring_entry(&cq->ring, cq->ci);
+		if (qhca_owner_ok(READ_ONCE(cqe->owner), cq->ci,
+				  cq->ring.depth))
+			ret = 1;
+	}
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}
+
+/*
+ * A dead device completes nothing more; the driver flushes a kernel QP's
+ * outstanding work requests itself (qhca_qp.c), writing the CQEs the
+ * device would have written: WR_FLUSH_ERR, after the valid entries, with
+ * the owner bit of their pass.  cq->lock held; false if the CQ is full.
+ */
+bool qhca_cq_soft_flush_cqe(struct qhca_cq *cq, u32 qpn, __le64 wr_id,
+			    bool send, u16 wqe_index)
+{
+	const u32 depth = cq->ring.depth;
+	struct qhca_cqe *cqe, new = {};
+	u16 pi = cq->ci;
+
+	lockdep_assert_held(&cq->lock);
+	for (;;) {
+		if ((u16)(pi - cq->ci) >= depth)
+			return false;
+		cqe = qhca_ring_entry(&cq->ring, pi);
+		if (!qhca_owner_ok(READ_ONCE(cqe->owner), pi, depth))
+			break;
+		pi++;
+	}
+
+	new.wr_id = wr_id;
+	new.status = QHCA_CQE_WR_FLUSH_ERR;
+	new.opcode = send ? QHCA_CQE_OP_SEND : QHCA_CQE_OP_RECV;
+	new.qpn = cpu_to_le32(qpn);
+	new.wqe_index = cpu_to_le16(wqe_index);
+	new.owner = (pi & depth) ? 0 : QHCA_OWNER_BIT;
+	/* Pollers hold cq->lock: the entry is whole when they look */
+	memcpy(cqe, &new, sizeof(new));
+	return true;
+}
