@@ -521,6 +521,12 @@ static void qhca_free_eq(QhcaCore *c, uint32_t n)
     c->eq[n] = NULL;
 }
 
+static void qhca_free_pd(QhcaCore *c, uint32_t n)
+{
+    g_free(c->pd[n]);
+    c->pd[n] = NULL;
+}
+
 /* Free every object, dependents first */
 static void qhca_free_all(QhcaCore *c)
 {
@@ -552,8 +558,9 @@ static void qhca_free_all(QhcaCore *c)
         }
     }
     for (i = 0; i < QHCA_MAX_PD; i++) {
-        g_free(c->pd[i]);
-        c->pd[i] = NULL;
+        if (c->pd[i]) {
+            qhca_free_pd(c, i);
+        }
     }
     for (i = 0; i < QHCA_MAX_EQS; i++) {
         if (c->eq[i]) {
@@ -677,20 +684,6 @@ static int cmd_create_eq(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
-static int cmd_destroy_eq(QhcaCore *c, QhcaCmdCtx *x)
-{
-    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
-
-    if (!LOOKUP(c, eq, n)) {
-        return QHCA_CMD_ERR_HANDLE;
-    }
-    if (c->eq[n]->refs) {
-        return QHCA_CMD_ERR_BUSY;
-    }
-    qhca_free_eq(c, n);
-    return QHCA_CMD_OK;
-}
-
 static int cmd_alloc_pd(QhcaCore *c, QhcaCmdCtx *x)
 {
     int n = qhca_alloc_slot((void **)c->pd, QHCA_MAX_PD, 1);
@@ -700,21 +693,6 @@ static int cmd_alloc_pd(QhcaCore *c, QhcaCmdCtx *x)
     }
     c->pd[n] = g_new0(QhcaPd, 1);
     x->result = n;
-    return QHCA_CMD_OK;
-}
-
-static int cmd_dealloc_pd(QhcaCore *c, QhcaCmdCtx *x)
-{
-    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
-
-    if (!LOOKUP(c, pd, n)) {
-        return QHCA_CMD_ERR_HANDLE;
-    }
-    if (c->pd[n]->refs) {
-        return QHCA_CMD_ERR_BUSY;
-    }
-    g_free(c->pd[n]);
-    c->pd[n] = NULL;
     return QHCA_CMD_OK;
 }
 
@@ -838,20 +816,6 @@ static int cmd_create_cq(QhcaCore *c, QhcaCmdCtx *x)
     c->eq[eqn]->refs++;
     c->cq[n] = cq;
     x->result = n;
-    return QHCA_CMD_OK;
-}
-
-static int cmd_destroy_cq(QhcaCore *c, QhcaCmdCtx *x)
-{
-    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
-
-    if (!LOOKUP(c, cq, n)) {
-        return QHCA_CMD_ERR_HANDLE;
-    }
-    if (c->cq[n]->refs) {
-        return QHCA_CMD_ERR_BUSY;
-    }
-    qhca_free_cq(c, n);
     return QHCA_CMD_OK;
 }
 
@@ -1227,17 +1191,6 @@ static int cmd_query_qp(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
-static int cmd_destroy_qp(QhcaCore *c, QhcaCmdCtx *x)
-{
-    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
-
-    if (!LOOKUP(c, qp, n)) {
-        return QHCA_CMD_ERR_HANDLE;
-    }
-    qhca_free_qp(c, n);
-    return QHCA_CMD_OK;
-}
-
 static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_srq *p = &x->cmd->create_srq;
@@ -1313,20 +1266,6 @@ static int cmd_query_srq(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
-static int cmd_destroy_srq(QhcaCore *c, QhcaCmdCtx *x)
-{
-    uint32_t n = le32_to_cpu(x->cmd->obj.handle);
-
-    if (!LOOKUP(c, srq, n)) {
-        return QHCA_CMD_ERR_HANDLE;
-    }
-    if (c->srq[n]->refs) {
-        return QHCA_CMD_ERR_BUSY;
-    }
-    qhca_free_srq(c, n);
-    return QHCA_CMD_OK;
-}
-
 static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_ah *p = &x->cmd->create_ah;
@@ -1361,14 +1300,24 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
-static int cmd_destroy_ah(QhcaCore *c, QhcaCmdCtx *x)
+/*
+ * Every DESTROY_* and DEALLOC_PD: the object must exist and, if it has a
+ * reference count (at @refs_off), not be in use
+ */
+static int cmd_destroy(QhcaCore *c, QhcaCmdCtx *x, void **table,
+                       uint32_t size, size_t refs_off,
+                       void (*destroy)(QhcaCore *c, uint32_t n))
 {
     uint32_t n = le32_to_cpu(x->cmd->obj.handle);
 
-    if (!LOOKUP(c, ah, n)) {
+    if (n >= size || !table[n]) {
         return QHCA_CMD_ERR_HANDLE;
     }
-    qhca_free_ah(c, n);
+    if (refs_off != SIZE_MAX &&
+        *(uint32_t *)((uint8_t *)table[n] + refs_off)) {
+        return QHCA_CMD_ERR_BUSY;
+    }
+    destroy(c, n);
     return QHCA_CMD_OK;
 }
 
@@ -1392,11 +1341,13 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_CREATE_EQ:
         return cmd_create_eq(c, x);
     case QHCA_CMD_DESTROY_EQ:
-        return cmd_destroy_eq(c, x);
+        return cmd_destroy(c, x, (void **)c->eq, QHCA_MAX_EQS,
+                           offsetof(QhcaEq, refs), qhca_free_eq);
     case QHCA_CMD_ALLOC_PD:
         return cmd_alloc_pd(c, x);
     case QHCA_CMD_DEALLOC_PD:
-        return cmd_dealloc_pd(c, x);
+        return cmd_destroy(c, x, (void **)c->pd, QHCA_MAX_PD,
+                           offsetof(QhcaPd, refs), qhca_free_pd);
     case QHCA_CMD_REG_MR:
         return cmd_reg_mr(c, x, false);
     case QHCA_CMD_DEREG_MR:
@@ -1406,7 +1357,8 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_CREATE_CQ:
         return cmd_create_cq(c, x);
     case QHCA_CMD_DESTROY_CQ:
-        return cmd_destroy_cq(c, x);
+        return cmd_destroy(c, x, (void **)c->cq, QHCA_MAX_CQ,
+                           offsetof(QhcaCq, refs), qhca_free_cq);
     case QHCA_CMD_CREATE_QP:
         return cmd_create_qp(c, x);
     case QHCA_CMD_MODIFY_QP:
@@ -1414,7 +1366,8 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_QUERY_QP:
         return cmd_query_qp(c, x);
     case QHCA_CMD_DESTROY_QP:
-        return cmd_destroy_qp(c, x);
+        return cmd_destroy(c, x, (void **)c->qp, QHCA_MAX_QP, SIZE_MAX,
+                           qhca_free_qp);
     case QHCA_CMD_CREATE_SRQ:
         return cmd_create_srq(c, x);
     case QHCA_CMD_MODIFY_SRQ:
@@ -1422,11 +1375,13 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_QUERY_SRQ:
         return cmd_query_srq(c, x);
     case QHCA_CMD_DESTROY_SRQ:
-        return cmd_destroy_srq(c, x);
+        return cmd_destroy(c, x, (void **)c->srq, QHCA_MAX_SRQ,
+                           offsetof(QhcaSrq, refs), qhca_free_srq);
     case QHCA_CMD_CREATE_AH:
         return cmd_create_ah(c, x);
     case QHCA_CMD_DESTROY_AH:
-        return cmd_destroy_ah(c, x);
+        return cmd_destroy(c, x, (void **)c->ah, QHCA_MAX_AH, SIZE_MAX,
+                           qhca_free_ah);
     default:
         qhca_guest_error(c, "command: unknown opcode", op);
         return QHCA_CMD_ERR_OPCODE;
