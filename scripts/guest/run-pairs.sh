@@ -1,0 +1,44 @@
+#!/bin/sh
+# Run script for N guests on one segment (issue #6.4; scripts/test.d/guest):
+#   scripts/launch -n 3 --run scripts/guest/run-pairs.sh
+# RDMA between every pair of guests (i < j: guest i serves, guest j
+# connects): ibv_rc_pingpong with validation and rping (rdma_cm). Each
+# guest reports the checks it takes part in.
+. /usr/lib/qhca/lib.sh
+_rd=/usr/lib/qhca
+[ -f /qhca/pair.sh ] && _rd=/qhca
+# shellcheck source=scripts/guest/pair.sh
+. "$_rd/pair.sh"
+echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+pair_setup_dev
+pair_start_mailbox
+echo "# pairs: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
+port=18900
+step=0
+# every guest waits here after each pair (the others are idle meanwhile)
+sync_all() {
+	step=$((step + 1))
+	qhca_barrier $((7120 + step)) 400 || echo "# barrier $step failed"
+}
+i=1
+while [ $i -lt "$QHCA_N" ]; do
+	j=$((i + 1))
+	while [ $j -le "$QHCA_N" ]; do
+		port=$((port + 1))
+		_o="-d \$PAIR_DEV -i 1 -g \$PAIR_GIDX -p $port -s 4096 -n 20 -c"
+		pcheck "guest$i <-> guest$j: ibv_rc_pingpong -s 4096 -n 20 -c" "$i" "$j" 90 "tcp:$port" \
+			"ibv_rc_pingpong $_o" "ibv_rc_pingpong $_o \$SRV" v_pingpong
+		port=$((port + 1))
+		pcheck "guest$i <-> guest$j: rping -C 10 -S 1024 -V" "$i" "$j" 90 "cm:$port" \
+			"rping -s -a \$SRV -p $port -C 10 -S 1024 -V" \
+			"rping -c -a \$SRV -p $port -C 10 -S 1024 -V -v" \
+			"v_rping 10"
+		sync_all
+		j=$((j + 1))
+	done
+	i=$((i + 1))
+done
+pair_notes
+pair_stop_mailbox
+echo "# checks done: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
