@@ -2443,7 +2443,8 @@ static void test_wire_hostile_frames(void)
     /* The replay of a good frame is a duplicate: ACKed, not delivered */
     wire_write(p.w.fd[1], frame->data, frame->len);
     g_assert_true(cq_idle(&b, 100));
-    g_assert_cmpuint(rd(&p.b.t, QHCA_REG_STAT_RX_BAD_ICRC), ==, bad_icrc + 1);
+    /* (a random frame could pass every other check, 1 in 2^16) */
+    g_assert_cmpuint(rd(&p.b.t, QHCA_REG_STAT_RX_BAD_ICRC), >=, bad_icrc + 1);
     g_assert_cmpuint(rd(&p.b.t, QHCA_REG_STAT_RX_DROPPED), >=, dropped + 50);
 
     /* B still works */
