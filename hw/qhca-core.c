@@ -527,46 +527,28 @@ static void qhca_free_pd(QhcaCore *c, uint32_t n)
     c->pd[n] = NULL;
 }
 
-/* Free every object, dependents first */
-static void qhca_free_all(QhcaCore *c)
+static void qhca_free_table(QhcaCore *c, void **table, uint32_t size,
+                            void (*destroy)(QhcaCore *c, uint32_t n))
 {
     uint32_t i;
 
-    for (i = 0; i < QHCA_MAX_QP; i++) {
-        if (c->qp[i]) {
-            qhca_free_qp(c, i);
+    for (i = 0; i < size; i++) {
+        if (table[i]) {
+            destroy(c, i);
         }
     }
-    for (i = 0; i < QHCA_MAX_SRQ; i++) {
-        if (c->srq[i]) {
-            qhca_free_srq(c, i);
-        }
-    }
-    for (i = 0; i < QHCA_MAX_CQ; i++) {
-        if (c->cq[i]) {
-            qhca_free_cq(c, i);
-        }
-    }
-    for (i = 0; i < QHCA_MAX_MR; i++) {
-        if (c->mr[i]) {
-            qhca_free_mr(c, i);
-        }
-    }
-    for (i = 0; i < QHCA_MAX_AH; i++) {
-        if (c->ah[i]) {
-            qhca_free_ah(c, i);
-        }
-    }
-    for (i = 0; i < QHCA_MAX_PD; i++) {
-        if (c->pd[i]) {
-            qhca_free_pd(c, i);
-        }
-    }
-    for (i = 0; i < QHCA_MAX_EQS; i++) {
-        if (c->eq[i]) {
-            qhca_free_eq(c, i);
-        }
-    }
+}
+
+/* Free every object, dependents first */
+static void qhca_free_all(QhcaCore *c)
+{
+    qhca_free_table(c, (void **)c->qp, QHCA_MAX_QP, qhca_free_qp);
+    qhca_free_table(c, (void **)c->srq, QHCA_MAX_SRQ, qhca_free_srq);
+    qhca_free_table(c, (void **)c->cq, QHCA_MAX_CQ, qhca_free_cq);
+    qhca_free_table(c, (void **)c->mr, QHCA_MAX_MR, qhca_free_mr);
+    qhca_free_table(c, (void **)c->ah, QHCA_MAX_AH, qhca_free_ah);
+    qhca_free_table(c, (void **)c->pd, QHCA_MAX_PD, qhca_free_pd);
+    qhca_free_table(c, (void **)c->eq, QHCA_MAX_EQS, qhca_free_eq);
     memset(c->gid, 0, sizeof(c->gid));
     assert(c->pages_used == 0);
 }
