@@ -1,0 +1,396 @@
+/*
+ * qhca QP engine: the completer.  Handles ACKs, NAKs, READ responses and
+ * atomic ACKs, stores returned data, writes send CQEs in order (only the
+ * WQE at the head of the SQ completes), and decides on retransmission
+ * after a timeout, a sequence NAK or an RNR NAK.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qhca-qp-int.h"
+#include "trace.h"
+
+/* Finish WQE @idx with @status; it completes when it reaches the head */
+void qhca_wqe_done(QhcaQp *qp, uint16_t idx, uint8_t status)
+{
+    QhcaWqeState *st = &qp->eng->wqe[idx & sq_mask(qp)];
+
+    st->state = WQE_DONE;
+    st->status = status;
+}
+
+/* Consume the head WQE: its CQE if it needs one, then free the slot */
+static bool sq_consume(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *st = &e->wqe[qp->sq.ci & sq_mask(qp)];
+    uint8_t status = st->status;
+
+    if (st->signaled || qp->sq_sig_all || status != QHCA_CQE_SUCCESS) {
+        struct qhca_cqe cqe = { 0 };
+        uint64_t addr, wr_id = 0;
+
+        if (qhca_ring_entry_addr(&qp->sq, qp->sq.ci, &addr)) {
+            c->ops->dma_read(c->opaque,
+                             addr + offsetof(struct qhca_send_wqe, wr_id),
+                             &wr_id, sizeof(wr_id));
+        }
+        cqe.wr_id = wr_id;
+        cqe.status = status;
+        cqe.opcode = qhca_cqe_opcode(st->opcode);
+        cqe.byte_len = cpu_to_le32(st->byte_len);
+        cqe.qpn = cpu_to_le32(qp->qpn);
+        cqe.wqe_index = cpu_to_le16(qp->sq.ci);
+        if (!qhca_post_cqe(c, qp->send_cqn, &cqe)) {
+            qhca_qp_to_err(c, qp);
+            return false;
+        }
+    }
+    if (st->rd_counted) {
+        e->rd_outstanding--;
+    }
+    memset(st, 0, sizeof(*st));
+    if (qp->sq.ci == e->req_idx) {
+        /* it was being sent (again): go on with the next one */
+        e->req_idx++;
+        e->req_off = 0;
+    }
+    qp->sq.ci++;
+    if (status != QHCA_CQE_SUCCESS) {
+        if (qp_is_rc(qp)) {
+            qhca_qp_to_err(c, qp);
+        } else if (qp->attr.qp_state != QHCA_QPS_ERR) {
+            qp->attr.qp_state = QHCA_QPS_SQE;
+            qp_schedule(c);
+        }
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The completer: consume finished WQEs at the head of the SQ, in order.
+ * An RC SEND or WRITE is finished once all its packets were sent and
+ * acknowledged; a READ or atomic once its whole answer is in.
+ */
+void qhca_sq_complete(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    while (qp->sq.ci != e->sq_pi) {
+        QhcaWqeState *st = &e->wqe[qp->sq.ci & sq_mask(qp)];
+
+        if (st->state == WQE_STARTED && qp_is_rc(qp)) {
+            if (is_rd_atomic(st->opcode)) {
+                if (!st->resp_done) {
+                    /* acknowledged past what came back: the rest is lost */
+                    if (psn_diff(e->acked, st->next_resp_psn) >= 0 &&
+                        !st->reread) {
+                        st->reread = true;
+                        qhca_req_rewind(c, qp, st->next_resp_psn);
+                    }
+                    return;
+                }
+            } else if (!st->sent_once ||
+                       psn_diff(e->acked, st->last_psn) < 0) {
+                return;
+            }
+            st->state = WQE_DONE;
+            st->status = QHCA_CQE_SUCCESS;
+        }
+        if (st->state != WQE_DONE || !sq_consume(c, qp)) {
+            return;
+        }
+    }
+}
+
+/* RNR timer values of the IBA (table 45), in microseconds */
+static const uint32_t rnr_timer_us[32] = {
+    655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+    1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
+    61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+/* Is anything sent and not yet answered? */
+static bool req_outstanding(const QhcaQp *qp)
+{
+    const QhcaQpEngine *e = qp->eng;
+
+    return qp->sq.ci != e->sq_pi &&
+           e->wqe[qp->sq.ci & sq_mask(qp)].state == WQE_STARTED &&
+           qp_is_rc(qp);
+}
+
+static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    /* only PSNs that were assigned, and only forward */
+    if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
+        e->acked = psn;
+        e->retry_left = qp->attr.retry_cnt;
+        e->rnr_left = qp->attr.rnr_retry;
+        qhca_qp_arm_timer(c, qp);
+    }
+}
+
+/* The READ or atomic whose answer is due next: the oldest unanswered */
+static QhcaWqeState *req_head_rd(QhcaQp *qp, uint16_t *idx)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint16_t i;
+
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
+        QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
+
+        if (st->state == WQE_FREE) {
+            break;
+        }
+        if (st->state == WQE_STARTED && is_rd_atomic(st->opcode) &&
+            !st->resp_done) {
+            *idx = i;
+            return st;
+        }
+    }
+    return NULL;
+}
+
+static uint8_t nak_status(uint8_t code)
+{
+    switch (code) {
+    case QHCA_ROCE_NAK_INVALID_REQ:
+        return QHCA_CQE_REM_INV_REQ_ERR;
+    case QHCA_ROCE_NAK_REMOTE_ACCESS:
+        return QHCA_CQE_REM_ACCESS_ERR;
+    case QHCA_ROCE_NAK_REMOTE_OP:
+        return QHCA_CQE_REM_OP_ERR;
+    default:
+        return QHCA_CQE_BAD_RESP_ERR;
+    }
+}
+
+/* Fail the started WQE that holds @psn; nothing after it may complete */
+static void req_fail_at(QhcaQp *qp, uint32_t psn, uint8_t status)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint16_t i;
+
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
+        QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
+
+        if (st->state == WQE_STARTED && psn_diff(psn, st->last_psn) <= 0) {
+            qhca_wqe_done(qp, i, status);
+            return;
+        }
+        if (st->state == WQE_FREE) {
+            return;
+        }
+    }
+}
+
+/* Copy a READ response or the atomic result into the WQE's buffers */
+static bool req_store(QhcaCore *c, QhcaQp *qp, uint16_t idx, uint64_t off,
+                      const void *data, uint32_t n, bool last)
+{
+    struct qhca_send_wqe w;
+    struct qhca_sge sge[QHCA_MAX_SGE];
+    uint64_t addr, len;
+
+    return qhca_wqe_read(c, qp, idx, &w, &addr) &&
+           !qhca_wqe_check(c, qp, &w, addr, sge, &len) &&
+           off + n <= len && (!last || off + n == len) &&
+           qhca_sge_copy(c, qp->pdn, sge, w.num_sge, off, (void *)data, n,
+                         true) == SGE_OK;
+}
+
+/* An ACK, RNR NAK or NAK */
+static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint8_t syn = h->aeth.syndrome;
+
+    trace_qhca_ack_rx(qp->qpn, h->psn, syn);
+    switch (syn & QHCA_ROCE_AETH_TYPE_MASK) {
+    case QHCA_ROCE_AETH_ACK:
+        req_acked(c, qp, h->psn);
+        break;
+    case QHCA_ROCE_AETH_RNR_NAK:
+        req_acked(c, qp, psn_add(h->psn, -1));
+        if (qp->attr.rnr_retry != 7 && e->rnr_left == 0) {
+            req_fail_at(qp, h->psn, QHCA_CQE_RNR_RETRY_EXC_ERR);
+            break;
+        }
+        if (qp->attr.rnr_retry != 7) {
+            e->rnr_left--;
+        }
+        qhca_req_rewind(c, qp, h->psn);
+        e->rnr_wait = true;
+        e->deadline = c->ops->now_ns(c->opaque) +
+                      rnr_timer_us[syn & QHCA_ROCE_AETH_VALUE_MASK] * 1000LL;
+        break;
+    case QHCA_ROCE_AETH_NAK:
+        req_acked(c, qp, psn_add(h->psn, -1));
+        if ((syn & QHCA_ROCE_AETH_VALUE_MASK) == QHCA_ROCE_NAK_PSN_SEQ_ERR) {
+            c->stat_retransmits++;
+            qhca_req_rewind(c, qp, h->psn);
+        } else {
+            req_fail_at(qp, h->psn,
+                        nak_status(syn & QHCA_ROCE_AETH_VALUE_MASK));
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* The answer to the atomic at the head of the outstanding READs/atomics */
+static bool comp_atomic_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
+{
+    uint16_t idx;
+    QhcaWqeState *st = req_head_rd(qp, &idx);
+    uint64_t orig;
+
+    if (!st || st->opcode == QHCA_WQE_RDMA_READ || h->psn != st->first_psn) {
+        return false;
+    }
+    /* everything before it is acknowledged too */
+    req_acked(c, qp, psn_add(h->psn, -1));
+    orig = cpu_to_le64(h->atomic_ack_orig);
+    if (!req_store(c, qp, idx, 0, &orig, 8, true)) {
+        qhca_wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
+        return true;
+    }
+    trace_qhca_atomic_done(qp->qpn, h->psn, idx, h->atomic_ack_orig);
+    st->resp_done = true;
+    st->next_resp_psn = psn_add(h->psn, 1);
+    req_acked(c, qp, h->psn);
+    return true;
+}
+
+/* A READ response packet: stored in order, a gap asks again */
+static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
+                           const uint8_t *frame)
+{
+    QhcaQpEngine *e = qp->eng;
+    const QhcaRoceHdr *h = &pkt->hdr;
+    uint16_t idx;
+    QhcaWqeState *st = req_head_rd(qp, &idx);
+    bool end;
+
+    if (!st || st->opcode != QHCA_WQE_RDMA_READ ||
+        psn_diff(h->psn, st->first_psn) < 0 ||
+        psn_diff(h->psn, st->last_psn) > 0) {
+        return false;
+    }
+    if (h->psn != st->next_resp_psn) {
+        /* a gap: ask again, once, from what we miss */
+        if (psn_diff(h->psn, st->next_resp_psn) > 0 && !e->rnr_wait &&
+            !st->reread) {
+            st->reread = true;
+            c->stat_retransmits++;
+            qhca_req_rewind(c, qp, st->next_resp_psn);
+        }
+        return false;
+    }
+    req_acked(c, qp, psn_add(st->first_psn, -1));
+    /* the WQE may be asked for in pieces: LAST ends a piece */
+    end = (pkt->op->flags & QHCA_ROCE_OPF_LAST) && h->psn == st->last_psn;
+    if (!req_store(c, qp, idx,
+                   (uint64_t)psn_diff(h->psn, st->first_psn) * qp_mtu(qp),
+                   frame + pkt->payload_off, pkt->payload_len, end)) {
+        qhca_wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
+        return true;
+    }
+    st->resp_done = end;
+    st->reread = false;
+    st->next_resp_psn = psn_add(h->psn, 1);
+    /* each response acknowledges its PSN */
+    req_acked(c, qp, h->psn);
+    return true;
+}
+
+/* Completer: a response (ACK, NAK, READ response, atomic ACK) arrived */
+void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
+                    const uint8_t *frame)
+{
+    QhcaQpEngine *e = qp->eng;
+    const QhcaRoceHdr *h = &pkt->hdr;
+
+    if (qp->attr.qp_state != QHCA_QPS_RTS &&
+        qp->attr.qp_state != QHCA_QPS_SQD) {
+        return;
+    }
+    /* Responses for PSNs never sent, or long acknowledged, are stale */
+    if (psn_diff(h->psn, e->next_psn) >= 0 ||
+        psn_diff(h->psn, e->acked) <= -QHCA_WINDOW_MAX) {
+        trace_qhca_rx_drop(pkt->frame_len, "response PSN out of window");
+        return;
+    }
+    switch (h->opcode) {
+    case QHCA_ROCE_OP_RC_ACKNOWLEDGE:
+        comp_ack(c, qp, h);
+        break;
+    case QHCA_ROCE_OP_RC_ATOMIC_ACKNOWLEDGE:
+        if (!comp_atomic_ack(c, qp, h)) {
+            return;
+        }
+        break;
+    default:
+        if (!comp_read_resp(c, qp, pkt, frame)) {
+            return;
+        }
+        break;
+    }
+    qhca_sq_complete(c, qp);
+    if (!req_outstanding(qp)) {
+        e->deadline = e->rnr_wait ? e->deadline : -1;
+    }
+    qp_schedule(c);
+}
+
+
+/* The retransmission or RNR timer of @qp expired */
+void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint16_t idx;
+    QhcaWqeState *rd;
+    uint32_t from;
+
+    e->deadline = -1;
+    if (e->rnr_wait) {
+        e->rnr_wait = false;
+        qhca_qp_arm_timer(c, qp);
+        return;
+    }
+    if (!req_outstanding(qp)) {
+        return;                         /* nothing outstanding */
+    }
+    if (e->retry_left == 0) {
+        trace_qhca_retry_exceeded(qp->qpn, psn_add(e->acked, 1));
+        req_fail_at(qp, psn_add(e->acked, 1), QHCA_CQE_RETRY_EXC_ERR);
+        /* nothing came back: the head itself failed */
+        if (e->wqe[qp->sq.ci & sq_mask(qp)].state == WQE_STARTED) {
+            qhca_wqe_done(qp, qp->sq.ci, QHCA_CQE_RETRY_EXC_ERR);
+        }
+        qhca_sq_complete(c, qp);
+        return;
+    }
+    e->retry_left--;
+    c->stat_retransmits++;
+    for (uint16_t j = qp->sq.ci; j != e->sq_pi; j++) {
+        e->wqe[j & sq_mask(qp)].reread = false;
+    }
+    rd = req_head_rd(qp, &idx);
+    from = psn_add(e->acked, 1);
+    /* a READ resumes at its first missing response */
+    if (rd && psn_diff(from, rd->first_psn) >= 0) {
+        from = rd->next_resp_psn;
+    }
+    qhca_req_rewind(c, qp, from);
+    qhca_qp_arm_timer(c, qp);
+}

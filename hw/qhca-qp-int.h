@@ -1,0 +1,199 @@
+/*
+ * qhca QP engine, private to its files: the transport state of a QP and
+ * what the requester (qhca-req.c), the completer (qhca-comp.c), the
+ * responder (qhca-resp.c) and the common part (qhca-qp.c) share.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_QHCA_QP_INT_H
+#define HW_QHCA_QP_INT_H
+
+#include "qhca-qp.h"
+#include "qhca-roce.h"
+
+/*
+ * Unacknowledged data in flight, READ responses included: 64 KiB.  A larger
+ * burst overflows the socket buffer of a QEMU netdev (about 200 KiB) and
+ * then every retransmission overflows it again.
+ */
+#define QHCA_WINDOW_BYTES       (64 * 1024)
+#define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
+#define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often */
+#define QHCA_TX_BUDGET          512     /* packets per QP per run */
+#define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
+#define QHCA_GSI_QKEY           0x80010000u
+
+enum {
+    WQE_FREE,                   /* not started (or consumed) */
+    WQE_STARTED,                /* has its PSNs; being sent or waiting */
+    WQE_DONE,                   /* finished with status, not yet consumed */
+};
+
+/*
+ * What the device keeps of each SQ WQE it has started.  An RC WQE gets its
+ * PSNs once, when it is started; a retransmission sends the same PSNs
+ * again.  WQEs complete in order: only the oldest (at sq.ci) is consumed.
+ */
+typedef struct QhcaWqeState {
+    uint8_t state;
+    uint8_t status;             /* CQE status once WQE_DONE */
+    uint8_t opcode;             /* WQE opcode */
+    bool signaled;
+    bool sent_once;             /* every packet was sent at least once */
+    bool rd_counted;            /* counted in rd_outstanding */
+    bool resp_done;             /* READ/atomic: the whole answer is in */
+    bool reread;                /* READ: asked again from next_resp_psn */
+    uint32_t first_psn;
+    uint32_t last_psn;          /* READ: PSN of the last response */
+    uint32_t next_resp_psn;     /* READ/atomic: next expected response */
+    uint32_t byte_len;
+} QhcaWqeState;
+
+typedef struct QhcaRdRes {      /* responder resource: READ/atomic replay */
+    bool valid;
+    bool atomic;
+    uint32_t psn;
+    uint64_t orig;              /* atomic: the value returned */
+    /* READ responses still to send, a few per run of the bottom half */
+    bool sending;
+    uint32_t rkey;
+    uint64_t va;
+    uint32_t len;
+    uint32_t next;              /* next response packet */
+    uint32_t npkt;
+} QhcaRdRes;
+
+#define QHCA_READ_BURST         64      /* READ response packets per run */
+
+struct QhcaQpEngine {
+    /* requester and completer */
+    uint16_t sq_pi;
+    uint16_t req_idx;           /* next WQE to (re)send */
+    uint64_t req_off;           /* bytes of it already sent */
+    uint32_t next_psn;          /* first PSN of the next new WQE */
+    uint32_t acked;             /* every PSN up to this one is acknowledged */
+    uint32_t pkts_since_ackreq;
+    QhcaWqeState *wqe;          /* one per SQ slot */
+    unsigned rd_outstanding;
+    int64_t deadline;           /* retransmission or RNR timer, -1 off */
+    bool rnr_wait;              /* sending held until the deadline */
+    uint8_t retry_left;
+    uint8_t rnr_left;
+    bool drained_notified;
+
+    /* responder */
+    uint16_t rq_pi;
+    uint32_t epsn;
+    uint32_t msn;
+    bool nak_sent;
+    bool comm_est;
+    enum { RESP_IDLE, RESP_SEND, RESP_WRITE } resp;
+    bool have_recv;             /* a receive WQE is in use */
+    bool recv_error;
+    uint64_t recv_wr_id;
+    uint16_t recv_idx;
+    uint8_t recv_nsge;
+    struct qhca_sge recv_sge[QHCA_MAX_SGE];
+    uint64_t recv_off;
+    uint64_t wr_va;             /* RDMA WRITE in progress */
+    uint32_t wr_rkey;
+    uint64_t wr_left;
+    uint32_t wr_len;
+    QhcaRdRes res[QHCA_MAX_RD_ATOMIC];
+    QhcaRdRes replay;           /* a duplicate READ being answered again */
+    unsigned res_next;
+};
+
+static inline uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & QHCA_ROCE_PSN_MASK;
+}
+
+/* Signed distance a - b in the 24-bit PSN space */
+static inline int32_t psn_diff(uint32_t a, uint32_t b)
+{
+    return ((int32_t)((a - b) << 8)) >> 8;
+}
+
+static inline uint32_t qp_mtu(const QhcaQp *qp)
+{
+    uint8_t m = qp->attr.path_mtu;
+
+    return 256u << ((m >= 1 && m <= 5 ? m : 3) - 1);
+}
+
+/* The window in packets at the QP's path MTU */
+static inline int32_t qp_window(const QhcaQp *qp)
+{
+    return MAX(8, QHCA_WINDOW_BYTES / qp_mtu(qp));
+}
+
+static inline bool qp_is_rc(const QhcaQp *qp)
+{
+    return qp->type == QHCA_QPT_RC;
+}
+
+static inline uint32_t sq_mask(const QhcaQp *qp)
+{
+    return (1u << qp->sq.log_depth) - 1;
+}
+
+static inline void qp_schedule(QhcaCore *c)
+{
+    c->ops->schedule(c->opaque);
+}
+
+static inline bool is_rd_atomic(uint8_t op)
+{
+    return op == QHCA_WQE_RDMA_READ || op == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
+           op == QHCA_WQE_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Results of qhca_sge_copy() */
+enum { SGE_OK, SGE_LEN, SGE_PROT };
+
+/* qhca-qp.c: what every part uses */
+void qhca_qp_to_err(QhcaCore *c, QhcaQp *qp);
+int qhca_sge_copy(QhcaCore *c, uint32_t pdn, const struct qhca_sge *sge,
+                  unsigned n, uint64_t off, void *buf, uint64_t len,
+                  bool to_sge);
+bool qhca_qp_addr(QhcaCore *c, const QhcaQp *qp, uint8_t sgid_index,
+                  const uint8_t *dgid, const uint8_t *dmac,
+                  uint8_t hop_limit, uint8_t tclass, QhcaRoceHdr *h);
+bool qhca_rc_addr(QhcaCore *c, const QhcaQp *qp, QhcaRoceHdr *h);
+int qhca_frame_start(QhcaCore *c, const QhcaRoceHdr *h, size_t len);
+void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len);
+void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
+                      const void *payload, size_t len);
+uint8_t qhca_cqe_opcode(uint8_t wqe_opcode);
+void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp);
+
+/* qhca-req.c: the requester */
+bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
+                   struct qhca_send_wqe *w, uint64_t *addr);
+int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                   uint64_t addr, struct qhca_sge *sge, uint64_t *len);
+void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more);
+void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn);
+
+/* qhca-comp.c: the completer */
+void qhca_wqe_done(QhcaQp *qp, uint16_t idx, uint8_t status);
+void qhca_sq_complete(QhcaCore *c, QhcaQp *qp);
+void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
+                    const uint8_t *frame);
+void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now);
+
+/* qhca-resp.c: the responder */
+void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
+                        uint8_t opcode, uint32_t byte_len, uint8_t flags,
+                        uint32_t imm, uint32_t src_qp);
+void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
+                    const uint8_t *frame);
+void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
+                  const uint8_t *frame);
+bool qhca_read_run(QhcaCore *c, QhcaQp *qp);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * qhca QP engine: the requester.  Reads send WQEs from the SQ, checks each
+ * when it is started, gives an RC WQE its PSNs, segments it into packets at
+ * the path MTU within the window, and executes local WQEs (LOCAL_INV,
+ * REG_MR).  UD and GSI WQEs are one packet each.
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qhca-qp-int.h"
+#include "trace.h"
+
+static uint64_t sge_total(const struct qhca_sge *sge, unsigned n)
+{
+    uint64_t t = 0;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        t += le32_to_cpu(sge[i].length);
+    }
+    return t;
+}
+
+bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
+                   struct qhca_send_wqe *w, uint64_t *addr)
+{
+    return qhca_ring_entry_addr(&qp->sq, idx, addr) &&
+           c->ops->dma_read(c->opaque, *addr, w, sizeof(*w));
+}
+
+static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
+{
+    switch (op) {
+    case QHCA_WQE_SEND:
+    case QHCA_WQE_SEND_WITH_IMM:
+        return true;
+    case QHCA_WQE_RDMA_WRITE:
+    case QHCA_WQE_RDMA_WRITE_WITH_IMM:
+    case QHCA_WQE_RDMA_READ:
+    case QHCA_WQE_ATOMIC_CMP_AND_SWP:
+    case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
+    case QHCA_WQE_SEND_WITH_INV:
+        return qp_is_rc(qp);
+    case QHCA_WQE_LOCAL_INV:
+    case QHCA_WQE_REG_MR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+
+/*
+ * Check a WQE when it is first started.  Returns 0 or a CQE status, and the
+ * message length in *len.
+ */
+int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                   uint64_t addr, struct qhca_sge *sge, uint64_t *len)
+{
+    uint32_t room = (1u << qp->sq.log_stride) - QHCA_SEND_WQE_HDR_SIZE;
+
+    if (!wqe_op_valid(qp, w->opcode) ||
+        (w->flags & ~(QHCA_WQE_SIGNALED | QHCA_WQE_SOLICITED |
+                      QHCA_WQE_INLINE | QHCA_WQE_FENCE))) {
+        qhca_guest_error(c, "WQE: bad opcode or flags for this QP",
+                         w->opcode);
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    if (w->flags & QHCA_WQE_INLINE) {
+        uint32_t il = le32_to_cpu(w->inline_len);
+
+        if (il > qp->max_inline || il > room ||
+            w->opcode == QHCA_WQE_RDMA_READ || is_rd_atomic(w->opcode) ||
+            w->opcode == QHCA_WQE_LOCAL_INV || w->opcode == QHCA_WQE_REG_MR) {
+            qhca_guest_error(c, "WQE: bad inline data", il);
+            return QHCA_CQE_LOC_QP_OP_ERR;
+        }
+        *len = il;
+        return 0;
+    }
+    if (w->num_sge > QHCA_MAX_SGE ||
+        w->num_sge * sizeof(struct qhca_sge) > room) {
+        qhca_guest_error(c, "WQE: too many SGEs", w->num_sge);
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    if (w->num_sge && !c->ops->dma_read(c->opaque, addr +
+                                        QHCA_SEND_WQE_HDR_SIZE, sge,
+                                        w->num_sge * sizeof(*sge))) {
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    *len = sge_total(sge, w->num_sge);
+    if (*len > 0x80000000ULL) {
+        qhca_guest_error(c, "WQE: message longer than 2 GiB", *len);
+        return QHCA_CQE_LOC_LEN_ERR;
+    }
+    if ((w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
+         w->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD) && *len != 8) {
+        qhca_guest_error(c, "WQE: atomic needs one 8-byte buffer", *len);
+        return QHCA_CQE_LOC_LEN_ERR;
+    }
+    if (!qp_is_rc(qp) && *len > 4096) {
+        return QHCA_CQE_LOC_LEN_ERR;
+    }
+    return 0;
+}
+
+/* Gather @n bytes at @off of the WQE's data into the frame at @dst */
+static int gather(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                  uint64_t addr, const struct qhca_sge *sge, uint64_t off,
+                  uint8_t *dst, uint32_t n)
+{
+    if (w->flags & QHCA_WQE_INLINE) {
+        return c->ops->dma_read(c->opaque, addr + QHCA_SEND_WQE_HDR_SIZE + off,
+                                dst, n) ? SGE_OK : SGE_PROT;
+    }
+    return qhca_sge_copy(c, qp->pdn, sge, w->num_sge, off, dst, n, false);
+}
+
+static uint8_t rc_opcode(uint8_t op, bool first, bool last)
+{
+    bool imm = op == QHCA_WQE_SEND_WITH_IMM ||
+               op == QHCA_WQE_RDMA_WRITE_WITH_IMM;
+
+    if (op == QHCA_WQE_RDMA_WRITE || op == QHCA_WQE_RDMA_WRITE_WITH_IMM) {
+        if (first && last) {
+            return imm ? QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY_IMM :
+                         QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY;
+        }
+        return first ? QHCA_ROCE_OP_RC_RDMA_WRITE_FIRST :
+               !last ? QHCA_ROCE_OP_RC_RDMA_WRITE_MIDDLE :
+               imm ? QHCA_ROCE_OP_RC_RDMA_WRITE_LAST_IMM :
+                     QHCA_ROCE_OP_RC_RDMA_WRITE_LAST;
+    }
+    if (first && last) {
+        return op == QHCA_WQE_SEND_WITH_INV ? QHCA_ROCE_OP_RC_SEND_ONLY_INV :
+               imm ? QHCA_ROCE_OP_RC_SEND_ONLY_IMM :
+                     QHCA_ROCE_OP_RC_SEND_ONLY;
+    }
+    return first ? QHCA_ROCE_OP_RC_SEND_FIRST :
+           !last ? QHCA_ROCE_OP_RC_SEND_MIDDLE :
+           op == QHCA_WQE_SEND_WITH_INV ? QHCA_ROCE_OP_RC_SEND_LAST_INV :
+           imm ? QHCA_ROCE_OP_RC_SEND_LAST_IMM :
+                 QHCA_ROCE_OP_RC_SEND_LAST;
+}
+
+/* Execute a local WQE (LOCAL_INV, REG_MR) */
+static uint8_t local_op(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w)
+{
+    if (w->opcode == QHCA_WQE_LOCAL_INV) {
+        return qhca_mr_invalidate(c, qp->pdn, le32_to_cpu(w->invalidate_rkey));
+    }
+    return qhca_mr_fast_reg(c, qp->pdn, le32_to_cpu(w->reg.key),
+                            le32_to_cpu(w->reg.access),
+                            le64_to_cpu(w->reg.iova),
+                            le64_to_cpu(w->reg.length),
+                            le64_to_cpu(w->reg.pbl_addr),
+                            le32_to_cpu(w->reg.num_pages), w->reg.page_shift);
+}
+
+/* UD and GSI: one packet per WQE, complete once sent */
+static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                       uint64_t addr, const struct qhca_sge *sge, uint64_t len)
+{
+    QhcaAh *ah = qhca_core_ah(c, le32_to_cpu(w->ud.ahn));
+    uint32_t qkey = le32_to_cpu(w->ud.remote_qkey);
+    QhcaRoceHdr h = { 0 };
+    int off;
+
+    if (!ah || ah->pdn != qp->pdn) {
+        qhca_guest_error(c, "UD WQE: bad AH", le32_to_cpu(w->ud.ahn));
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    if (!qhca_qp_addr(c, qp, ah->sgid_index, ah->dgid, ah->dmac, ah->hop_limit,
+                      ah->traffic_class, &h)) {
+        qhca_guest_error(c, "UD WQE: AH GIDs are not IPv4", ah->sgid_index);
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    h.opcode = w->opcode == QHCA_WQE_SEND_WITH_IMM ?
+               QHCA_ROCE_OP_UD_SEND_ONLY_IMM : QHCA_ROCE_OP_UD_SEND_ONLY;
+    h.dest_qp = le32_to_cpu(w->ud.remote_qpn) & QHCA_ROCE_QPN_MASK;
+    h.psn = qp->eng->next_psn;
+    h.se = w->flags & QHCA_WQE_SOLICITED;
+    h.deth.qkey = (qkey & 0x80000000u) ? le32_to_cpu(qp->attr.qkey) : qkey;
+    h.deth.src_qp = qp->qpn;
+    h.imm = ldl_be_p(w->imm_data);
+    off = qhca_frame_start(c, &h, len);
+    if (off < 0) {
+        return QHCA_CQE_LOC_LEN_ERR;
+    }
+    if (gather(c, qp, w, addr, sge, 0, c->txbuf + off, len) != SGE_OK) {
+        return QHCA_CQE_LOC_PROT_ERR;
+    }
+    qhca_frame_send(c, &h, len);
+    qp->eng->next_psn = psn_add(qp->eng->next_psn, 1);
+    return QHCA_CQE_SUCCESS;
+}
+
+/*
+ * A READ is asked for in pieces of half a window, each a READ request of
+ * its own for its share of the WQE's PSNs, so that the answers in flight
+ * stay within the window
+ */
+static bool rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                         QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
+                         unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint32_t mtu = qp_mtu(qp);
+    uint64_t chunk_max = (uint64_t)MAX(1, qp_window(qp) / 2) * mtu;
+
+    do {
+        uint64_t n = MIN(len - e->req_off, chunk_max);
+        uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
+        uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
+
+        if (psn_diff(end, e->acked) > qp_window(qp) || !*budget) {
+            return false;
+        }
+        h->opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
+        h->psn = psn;
+        h->ack_req = true;
+        h->reth.va = le64_to_cpu(w->rdma.remote_addr) + e->req_off;
+        h->reth.rkey = le32_to_cpu(w->rdma.rkey);
+        h->reth.dma_len = n;
+        qhca_send_simple(c, h, NULL, 0);
+        e->req_off += n;
+        (*budget)--;
+        if (e->deadline < 0) {
+            qhca_qp_arm_timer(c, qp);
+        }
+    } while (e->req_off < len);
+    return true;
+}
+
+static bool rc_send_atomic(QhcaCore *c, QhcaQp *qp,
+                           const struct qhca_send_wqe *w, QhcaWqeState *st,
+                           QhcaRoceHdr *h, unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    h->opcode = w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ?
+                QHCA_ROCE_OP_RC_COMPARE_SWAP : QHCA_ROCE_OP_RC_FETCH_ADD;
+    h->psn = st->first_psn;
+    h->ack_req = true;
+    h->atomic.va = le64_to_cpu(w->rdma.remote_addr);
+    h->atomic.rkey = le32_to_cpu(w->rdma.rkey);
+    if (w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP) {
+        h->atomic.compare = le64_to_cpu(w->rdma.compare_add);
+        h->atomic.swap_add = le64_to_cpu(w->rdma.swap);
+    } else {
+        h->atomic.swap_add = le64_to_cpu(w->rdma.compare_add);
+    }
+    qhca_send_simple(c, h, NULL, 0);
+    (*budget)--;
+    if (e->deadline < 0) {
+        qhca_qp_arm_timer(c, qp);
+    }
+    return true;
+}
+
+/* SEND and RDMA WRITE: one packet per MTU, from req_off on */
+static bool rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                         uint64_t addr, const struct qhca_sge *sge,
+                         QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
+                         unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint32_t mtu = qp_mtu(qp);
+
+    do {
+        bool first = e->req_off == 0;
+        uint32_t n = MIN(len - e->req_off, mtu);
+        bool last = e->req_off + n == len;
+        uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
+        int off;
+
+        if (psn_diff(psn, e->acked) > qp_window(qp) || !*budget) {
+            return false;
+        }
+        memset(&h->reth, 0, sizeof(h->reth));
+        h->opcode = rc_opcode(w->opcode, first, last);
+        h->psn = psn;
+        h->se = last && (w->flags & QHCA_WQE_SOLICITED);
+        h->ack_req = last || ++e->pkts_since_ackreq >= QHCA_ACK_REQ_EVERY;
+        if (h->ack_req) {
+            e->pkts_since_ackreq = 0;
+        }
+        if (first && (w->opcode == QHCA_WQE_RDMA_WRITE ||
+                      w->opcode == QHCA_WQE_RDMA_WRITE_WITH_IMM)) {
+            h->reth.va = le64_to_cpu(w->rdma.remote_addr);
+            h->reth.rkey = le32_to_cpu(w->rdma.rkey);
+            h->reth.dma_len = len;
+        }
+        h->imm = ldl_be_p(w->imm_data);
+        h->ieth_rkey = le32_to_cpu(w->invalidate_rkey);
+        off = qhca_frame_start(c, h, n);
+        if (off < 0) {
+            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
+            return false;
+        }
+        if (gather(c, qp, w, addr, sge, e->req_off, c->txbuf + off, n) !=
+            SGE_OK) {
+            /* Only the packets before this one reached the wire */
+            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_PROT_ERR);
+            return false;
+        }
+        qhca_frame_send(c, h, n);
+        e->req_off += n;
+        (*budget)--;
+        if (e->deadline < 0) {
+            qhca_qp_arm_timer(c, qp);
+        }
+    } while (e->req_off < len);
+    return true;
+}
+
+/* Send the packets of the RC WQE at req_idx; false if it must wait */
+static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                        uint64_t addr, const struct qhca_sge *sge,
+                        uint64_t len, unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *st = &e->wqe[e->req_idx & sq_mask(qp)];
+    QhcaRoceHdr h = { 0 };
+
+    if (!qhca_rc_addr(c, qp, &h)) {
+        qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
+        return false;
+    }
+    if (w->opcode == QHCA_WQE_RDMA_READ) {
+        return rc_send_read(c, qp, w, st, &h, len, budget);
+    }
+    if (is_rd_atomic(w->opcode)) {
+        return rc_send_atomic(c, qp, w, st, &h, budget);
+    }
+    return rc_send_data(c, qp, w, addr, sge, st, &h, len, budget);
+}
+
+/* Start WQE @w at req_idx: its state, and for RC its PSNs */
+static void req_start(QhcaQp *qp, QhcaWqeState *st,
+                      const struct qhca_send_wqe *w, uint64_t len)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    memset(st, 0, sizeof(*st));
+    st->state = WQE_STARTED;
+    st->opcode = w->opcode;
+    st->signaled = w->flags & QHCA_WQE_SIGNALED;
+    st->byte_len = len;
+    if (qp_is_rc(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
+        w->opcode != QHCA_WQE_REG_MR) {
+        uint32_t npsn = 1;
+
+        if (!is_rd_atomic(w->opcode) || w->opcode == QHCA_WQE_RDMA_READ) {
+            npsn = MAX(1, DIV_ROUND_UP(len, qp_mtu(qp)));
+        }
+        st->first_psn = e->next_psn;
+        st->last_psn = psn_add(e->next_psn, npsn - 1);
+        st->next_resp_psn = e->next_psn;
+        e->next_psn = psn_add(st->last_psn, 1);
+        if (is_rd_atomic(w->opcode)) {
+            st->rd_counted = true;
+            e->rd_outstanding++;
+        }
+    }
+}
+
+void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more)
+{
+    QhcaQpEngine *e = qp->eng;
+    unsigned budget = QHCA_TX_BUDGET;
+    uint8_t state = qp->attr.qp_state;
+
+    if (e->rnr_wait) {
+        return;
+    }
+    while (e->req_idx != e->sq_pi && budget) {
+        QhcaWqeState *st = &e->wqe[e->req_idx & sq_mask(qp)];
+        struct qhca_send_wqe w;
+        struct qhca_sge sge[QHCA_MAX_SGE];
+        uint64_t addr, len = 0;
+        int status;
+
+        if (st->state == WQE_DONE ||
+            (st->state == WQE_STARTED && st->resp_done)) {
+            /* executed already, or answered while being sent again */
+            e->req_idx++;
+            e->req_off = 0;
+            continue;
+        }
+        if (state != QHCA_QPS_RTS && !(state == QHCA_QPS_SQD &&
+                                       st->state == WQE_STARTED)) {
+            return;
+        }
+        if (!qhca_wqe_read(c, qp, e->req_idx, &w, &addr)) {
+            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
+            e->req_idx++;
+            return;
+        }
+        trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
+                             w.num_sge, e->req_off);
+        status = qhca_wqe_check(c, qp, &w, addr, sge, &len);
+        if (status) {
+            if (st->state == WQE_FREE) {
+                st->opcode = w.opcode;
+                st->signaled = true;
+            }
+            qhca_wqe_done(qp, e->req_idx, status);
+            e->req_idx++;
+            return;
+        }
+        if (st->state == WQE_FREE) {
+            if ((w.flags & QHCA_WQE_FENCE) && e->rd_outstanding) {
+                return;
+            }
+            if (is_rd_atomic(w.opcode) && qp_is_rc(qp) &&
+                e->rd_outstanding >= MAX(1, qp->attr.max_rd_atomic)) {
+                return;
+            }
+            req_start(qp, st, &w, len);
+            if (w.opcode == QHCA_WQE_LOCAL_INV ||
+                w.opcode == QHCA_WQE_REG_MR) {
+                qhca_wqe_done(qp, e->req_idx, local_op(c, qp, &w));
+                e->req_idx++;
+                continue;
+            }
+            if (!qp_is_rc(qp)) {
+                qhca_wqe_done(qp, e->req_idx,
+                              ud_send(c, qp, &w, addr, sge, len));
+                e->req_idx++;
+                budget--;
+                continue;
+            }
+        }
+        if (!rc_send_wqe(c, qp, &w, addr, sge, len, &budget)) {
+            if (st->state == WQE_DONE) {
+                e->req_idx++;
+                e->req_off = 0;
+            } else {
+                *more = true;
+            }
+            break;
+        }
+        st->sent_once = true;
+        e->req_idx++;
+        e->req_off = 0;
+        if (e->deadline < 0) {
+            qhca_qp_arm_timer(c, qp);
+        }
+    }
+    if (e->req_idx != e->sq_pi && budget == 0) {
+        *more = true;
+    }
+}
+
+/* Go back to sending from @psn (timeout, sequence NAK, RNR NAK) */
+void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint16_t i;
+
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
+        QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
+
+        if (st->state == WQE_FREE) {
+            return;
+        }
+        if (st->state != WQE_STARTED || st->resp_done) {
+            continue;
+        }
+        if (psn_diff(psn, st->last_psn) <= 0) {
+            uint32_t from = psn;
+
+            if (st->opcode == QHCA_WQE_RDMA_READ) {
+                from = st->next_resp_psn;       /* what is still missing */
+            }
+            e->req_idx = i;
+            e->req_off = psn_diff(from, st->first_psn) <= 0 ? 0 :
+                         (uint64_t)psn_diff(from, st->first_psn) *
+                         qp_mtu(qp);
+            if (is_rd_atomic(st->opcode) &&
+                st->opcode != QHCA_WQE_RDMA_READ) {
+                e->req_off = 0;
+            }
+            trace_qhca_retransmit(qp->qpn, psn);
+            qp_schedule(c);
+            return;
+        }
+    }
+}
+
+/* The peer has everything up to and including @psn */
