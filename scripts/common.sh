@@ -4,7 +4,8 @@
 # Pinned platform (see docs/platform.md):
 #   QEMU      10.0.x  Debian source package (newest 10.0.x in trixie)
 #   kernel    6.12    Debian bookworm (-backports / -security) linux-image, extracted
-#   rdma-core 44.0    Debian bookworm source package, configured out of tree
+#   rdma-core 56.1    Debian trixie upstream tarball (44.0's is not served;
+#                     see docs/platform.md), configured out of tree
 
 set -euo pipefail
 
@@ -34,7 +35,7 @@ APT_UPDATED=$BUILD/.apt-updated
 apt_sources() {
 	local f=/etc/apt/sources.list.d/qhca.sources
 	if [ ! -f "$f" ]; then
-		log "adding $f: deb-src bookworm and trixie (QEMU 10.0, rdma-core 44 sources), deb/deb-src bookworm-backports (meson >= 1.5, python3-pycotap, 6.12 kernels)"
+		log "adding $f: deb-src bookworm and trixie (QEMU 10.0 and rdma-core 56.1 sources), deb/deb-src bookworm-backports (meson >= 1.5, python3-pycotap, 6.12 kernels)"
 		as_root tee "$f" >/dev/null <<'SRC'
 # Added by qhca scripts/common.sh
 Types: deb-src
@@ -89,6 +90,9 @@ kernel_abi() {
 
 QEMU_DIR=$BUILD/qemu          # build directory
 QEMU_BIN=$QEMU_DIR/qemu-system-x86_64
+# The qhca qtests (qtest/NAME.c, wired into QEMU's tests/qtest/meson.build by
+# scripts/qemu/0001-qhca-wiring.patch), built by scripts/build qemu
+QEMU_QTESTS="qhca-test qhca-dgram-test"
 KERNEL_DIR=$BUILD/kernel      # extracted image, modules, headers
 RDMA_CORE_SRC=$SRC/rdma-core
 RDMA_CORE_BUILD=$BUILD/rdma-core
