@@ -1,0 +1,1213 @@
+/*
+ * libFuzzer target for the qhca device logic: two devices on the harness's
+ * in-process wire (tests/harness/), each input starting from a freshly set
+ * up pair (hx_pair_setup(): on each device a PD, EQ, CQ, SRQ, a 4 MiB MR, a
+ * fast-register MR, an AH to the peer, an RC QP with its own RQ and one on
+ * the SRQ, both connected to the peer's, and a UD QP in RTS).  The harness
+ * aborts on a DMA outside what the guest granted, on too many frames from
+ * one call into a device, and on a bottom half that spins; the sanitizers
+ * do the rest; both devices are torn down after each input, so
+ * LeakSanitizer sees their leaks.
+ *
+ * Input format
+ * ------------
+ * A sequence of operations.  Each is a tag byte, whose value modulo
+ * FZ_OP_COUNT picks the operation, and then the operation's fixed-size
+ * arguments (the packed Fz* structures below, little-endian), and for some
+ * a variable part whose length is one of the arguments (cut short at the
+ * end of the input).  An input that ends inside the fixed part of an
+ * operation ends before it.  Selectors:
+ *
+ *   dev     bit 0: device A (0) or B (1)
+ *   qp      < 16: the driver's QP table of that device (0 RC with RQ, 1 RC
+ *           on the SRQ, 2 UD, then QPs made by CMD), else a raw QP number
+ *   key     bits 1:0: 0 the MR's key, 1 the fast-register MR's key, 2 the
+ *           MR's key with another index, 3 a raw key (sel << 8 | 0x11)
+ *
+ * Operations (tag % FZ_OP_COUNT):
+ *
+ *    0 PUMP        run the main loop for steps + 1 iterations
+ *    1 ADVANCE     move the virtual clock by 2^(exp % 36) ns, firing timers
+ *    2 SETTLE      run until idle (at most ms + 1 ms of virtual time),
+ *                  consuming CQEs and events on both devices
+ *    3 REG_WRITE   MMIO write of val to BAR0 offset off & 0xffc
+ *    4 REG_READ    MMIO read of BAR0 offset off & 0xffc
+ *    5 DB_WRITE    doorbell write: page, offset off & 0xfc, val
+ *    6 CMD         a command: opcode, len bytes of payload after the
+ *                  header; fix bit 0 allocates the memory its page lists
+ *                  describe (from the geometry in the payload) and, for
+ *                  CREATE_QP, enters the QP in the driver's table; fix bit 1
+ *                  puts the driver's PD, CQ, EQ and SRQ numbers in it
+ *    7 SEND        a send WQE on qp's SQ: opcode, flags, up to 3 SGEs into
+ *                  the MR (offset, length, key), inline data (a pattern),
+ *                  remote offset and rkey into the peer's MR, atomic
+ *                  operands, immediate (also the wr_id); rings the SQ
+ *                  doorbell unless nodb
+ *    8 RECV        a receive WQE wr_id for qp (its RQ, or the SRQ)
+ *    9 WQE_RAW     len raw bytes at byte off of SQ (which 0) or RQ/SRQ
+ *                  slot (driver's producer index + slot), no doorbell:
+ *                  rewrites WQEs in flight
+ *   10 DB_QP       SQ/RQ doorbell of qp: mode 0 the driver's index, 1 the
+ *                  driver's index + (int16)val, 2 val, 3 the driver's index
+ *                  advanced by val % 64 first (posting whatever is there)
+ *   11 FRAME_RAW   len raw bytes onto the wire to device to & 1; with
+ *                  to & 2, Ethernet addresses made right
+ *   12 FRAME       a well-formed RoCEv2 frame (right ICRC) from the peer to
+ *                  device to & 1: BTH opcode, dest qp, PSN (psn_mode 0 the
+ *                  raw psn, 1 the peer's last PSN to that QP + 1 + psn,
+ *                  2 the target's last PSN from that QP + psn), extension
+ *                  headers from the other fields, plen payload bytes;
+ *                  flags: 1 SE, 2 AckReq, 4 source IP 6.6.6.6, 8 bad ICRC,
+ *                  16 raw va (not an offset into the target's MR), 32 wrong
+ *                  P_Key
+ *   13 WIRE_MUTATE frame idx in flight: drop, duplicate, flip a byte (xor
+ *                  val | 1 at pos), truncate to pos, move to the tail, or
+ *                  drop everything in flight (action % 6)
+ *   14 WIRE_MODE   what the wire does to from's frames from now on: pass,
+ *                  drop every n-th, duplicate every n-th, drop all, swap
+ *                  pairs (mode % 5, n = every)
+ *   15 RESET       kind % 3: CTRL.RESET; a system reset; CTRL.RESET and
+ *                  the driver's whole setup again, reconnected to the peer
+ *   16 MSIX        vector's MSI-X message: kind % 4: to the APIC (an
+ *                  ordinary interrupt), to BAR0 + off (a register write of
+ *                  data, e.g. CTRL = RESET, made from inside the interrupt),
+ *                  to BAR2 + off (a doorbell), to RAM at off
+ *   17 LINK        the port's link up or down
+ *   18 POLL        consume up to max CQEs and the EQs; arm bits: 1 CQ, 2 CQ
+ *                  solicited, 4 EQ, 8 async EQ, 16 command completions
+ *   19 MEM_WRITE   len bytes into guest RAM: region % 4: the MR, the ring
+ *                  area, anywhere, the fast-register page list
+ *   20 EXPECT_CQE  wait up to ms + 1 ms for the CQE of (qp, wr_id); with
+ *                  QHCA_FUZZ_STRICT=1 its absence, or a status other than
+ *                  status (0xff: any), aborts (the seed corpus checks
+ *                  itself this way)
+ *   21 EXPECT_QP   QUERY_QP; with QHCA_FUZZ_STRICT=1 a state other than
+ *                  state aborts
+ *   22 CONNECT     reconnect RC pair qp & 1 with the given path MTU,
+ *                  timeout, retry counts, RNR timer, max_rd_atomic, access
+ *                  and start PSN
+ *
+ * Copyright (c) 2026 The qhca authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "harness.h"
+#include "qhca-roce.h"
+#include <sanitizer/common_interface_defs.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum {
+    FZ_OP_PUMP,
+    FZ_OP_ADVANCE,
+    FZ_OP_SETTLE,
+    FZ_OP_REG_WRITE,
+    FZ_OP_REG_READ,
+    FZ_OP_DB_WRITE,
+    FZ_OP_CMD,
+    FZ_OP_SEND,
+    FZ_OP_RECV,
+    FZ_OP_WQE_RAW,
+    FZ_OP_DB_QP,
+    FZ_OP_FRAME_RAW,
+    FZ_OP_FRAME,
+    FZ_OP_WIRE_MUTATE,
+    FZ_OP_WIRE_MODE,
+    FZ_OP_RESET,
+    FZ_OP_MSIX,
+    FZ_OP_LINK,
+    FZ_OP_POLL,
+    FZ_OP_MEM_WRITE,
+    FZ_OP_EXPECT_CQE,
+    FZ_OP_EXPECT_QP,
+    FZ_OP_CONNECT,
+    FZ_OP_COUNT
+};
+
+typedef struct QEMU_PACKED FzSge {
+    uint32_t off;
+    uint32_t len;
+    uint8_t key;
+} FzSge;
+
+typedef struct QEMU_PACKED FzPump {
+    uint8_t steps;
+} FzPump;
+
+typedef struct QEMU_PACKED FzAdvance {
+    uint8_t exp;
+} FzAdvance;
+
+typedef struct QEMU_PACKED FzSettle {
+    uint8_t ms;
+} FzSettle;
+
+typedef struct QEMU_PACKED FzRegWrite {
+    uint8_t dev;
+    uint16_t off;
+    uint32_t val;
+} FzRegWrite;
+
+typedef struct QEMU_PACKED FzRegRead {
+    uint8_t dev;
+    uint16_t off;
+} FzRegRead;
+
+typedef struct QEMU_PACKED FzDbWrite {
+    uint8_t dev;
+    uint8_t page;
+    uint8_t off;
+    uint32_t val;
+} FzDbWrite;
+
+typedef struct QEMU_PACKED FzCmd {
+    uint8_t dev;
+    uint8_t opcode;
+    uint8_t fix;
+    uint8_t len;                /* then len bytes of payload */
+} FzCmd;
+
+typedef struct QEMU_PACKED FzSend {
+    uint8_t dev;
+    uint8_t qp;
+    uint8_t opcode;
+    uint8_t flags;
+    uint16_t inline_len;
+    uint8_t nsge;
+    FzSge sge[3];
+    uint32_t remote;
+    uint8_t rkey;
+    uint64_t add;
+    uint64_t swap;
+    uint32_t imm;
+    uint8_t nodb;
+} FzSend;
+
+typedef struct QEMU_PACKED FzRecv {
+    uint8_t dev;
+    uint8_t qp;
+    uint8_t nsge;
+    FzSge sge[3];
+    uint8_t nodb;
+    uint32_t wr_id;
+} FzRecv;
+
+typedef struct QEMU_PACKED FzWqeRaw {
+    uint8_t dev;
+    uint8_t qp;
+    uint8_t which;
+    int8_t slot;
+    uint8_t off;
+    uint8_t len;                /* then len bytes */
+} FzWqeRaw;
+
+typedef struct QEMU_PACKED FzDbQp {
+    uint8_t dev;
+    uint8_t qp;
+    uint8_t which;
+    uint8_t mode;
+    uint16_t val;
+} FzDbQp;
+
+typedef struct QEMU_PACKED FzFrameRaw {
+    uint8_t to;
+    uint16_t len;               /* then len bytes */
+} FzFrameRaw;
+
+typedef struct QEMU_PACKED FzFrame {
+    uint8_t to;
+    uint8_t opcode;
+    uint8_t qp;
+    uint8_t psn_mode;
+    uint32_t psn;
+    uint8_t flags;
+    uint64_t va;
+    uint8_t rkey;
+    uint32_t dma_len;
+    uint8_t syndrome;
+    uint32_t msn;
+    uint64_t swap_add;
+    uint64_t compare;
+    uint32_t imm;
+    uint32_t qkey;
+    uint32_t src_qp;
+    uint16_t plen;
+    uint8_t pattern;
+} FzFrame;
+
+typedef struct QEMU_PACKED FzWireMutate {
+    uint8_t idx;
+    uint8_t action;
+    uint16_t pos;
+    uint8_t val;
+} FzWireMutate;
+
+typedef struct QEMU_PACKED FzWireMode {
+    uint8_t from;
+    uint8_t mode;
+    uint8_t every;
+} FzWireMode;
+
+typedef struct QEMU_PACKED FzReset {
+    uint8_t dev;
+    uint8_t kind;
+} FzReset;
+
+typedef struct QEMU_PACKED FzMsix {
+    uint8_t dev;
+    uint8_t vector;
+    uint8_t kind;
+    uint32_t off;
+    uint32_t data;
+} FzMsix;
+
+typedef struct QEMU_PACKED FzLink {
+    uint8_t dev;
+    uint8_t up;
+} FzLink;
+
+typedef struct QEMU_PACKED FzPoll {
+    uint8_t dev;
+    uint8_t max;
+    uint8_t arm;
+} FzPoll;
+
+typedef struct QEMU_PACKED FzMemWrite {
+    uint8_t dev;
+    uint8_t region;
+    uint32_t off;
+    uint8_t len;                /* then len bytes */
+} FzMemWrite;
+
+typedef struct QEMU_PACKED FzExpectCqe {
+    uint8_t dev;
+    uint8_t qp;
+    uint32_t wr_id;
+    uint8_t status;
+    uint8_t ms;
+} FzExpectCqe;
+
+typedef struct QEMU_PACKED FzExpectQp {
+    uint8_t dev;
+    uint8_t qp;
+    uint8_t state;
+} FzExpectQp;
+
+typedef struct QEMU_PACKED FzConnect {
+    uint8_t qp;
+    uint8_t mtu;
+    uint8_t timeout;
+    uint8_t retry;
+    uint8_t rnr_retry;
+    uint8_t min_rnr;
+    uint8_t max_rd;
+    uint8_t access;
+    uint32_t psn;
+} FzConnect;
+
+#define FRMR_IOVA       0x70000000ULL
+#define FRMR_PAGES      16
+#define STEP_LIMIT      40000
+#define MS              (1000 * 1000)
+
+typedef struct Fz {
+    const uint8_t *p;
+    size_t n;
+} Fz;
+
+static HxPair pair;
+static bool strict;
+static bool ready;
+/* per device: the fast-register page list and its pages */
+static uint64_t frmr_pbl[2];
+
+static bool take(Fz *f, void *out, size_t len)
+{
+    if (f->n < len) {
+        f->n = 0;
+        return false;
+    }
+    memcpy(out, f->p, len);
+    f->p += len;
+    f->n -= len;
+    return true;
+}
+
+static const uint8_t *take_var(Fz *f, size_t *len)
+{
+    const uint8_t *p = f->p;
+
+    *len = MIN(*len, f->n);
+    f->p += *len;
+    f->n -= *len;
+    return p;
+}
+
+static void strict_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+static void strict_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!strict) {
+        return;
+    }
+    fprintf(stderr, "==qhca-fuzz== expectation failed: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    abort();
+}
+
+static HxDev *dev_sel(uint8_t sel)
+{
+    return &pair.dev[sel & 1];
+}
+
+static HxDev *peer_of(HxDev *d)
+{
+    return &pair.dev[!d->idx];
+}
+
+static uint32_t qpn_sel(HxDev *d, uint8_t sel)
+{
+    HxQp *qp;
+
+    if (sel >= HX_MAX_QPS) {
+        return sel;
+    }
+    qp = hx_drv_qp(d, sel);
+    return qp ? qp->qpn : sel;
+}
+
+static uint32_t key_sel(HxDev *d, uint8_t sel)
+{
+    switch (sel & 3) {
+    case 0:
+        return d->drv.mr.key;
+    case 1:
+        return d->drv.frmr_key;
+    case 2:
+        return d->drv.mr.key ^ (1u << QHCA_KEY_INDEX_SHIFT);
+    default:
+        return (uint32_t)sel << QHCA_KEY_INDEX_SHIFT | 0x11;
+    }
+}
+
+static uint64_t key_iova(HxDev *d, uint8_t sel)
+{
+    return (sel & 3) == 1 ? FRMR_IOVA : d->drv.mr.iova;
+}
+
+static void fill_sges(HxDev *d, const FzSge *in, struct qhca_sge *out)
+{
+    unsigned i;
+
+    for (i = 0; i < 3; i++) {
+        out[i].addr = cpu_to_le64(key_iova(d, in[i].key) +
+                                  le32_to_cpu(in[i].off));
+        out[i].length = in[i].len;
+        out[i].lkey = cpu_to_le32(key_sel(d, in[i].key));
+    }
+}
+
+/* The fast-register MR's page list, made once per setup */
+static void frmr_setup(HxDev *d)
+{
+    uint64_t pages[FRMR_PAGES];
+    uint64_t mem = hx_alloc_data(d, FRMR_PAGES * QHCA_PAGE_SIZE);
+    unsigned i;
+
+    for (i = 0; i < FRMR_PAGES; i++) {
+        pages[i] = mem + (uint64_t)(FRMR_PAGES - 1 - i) * QHCA_PAGE_SIZE;
+    }
+    frmr_pbl[d->idx] = le64_to_cpu(hx_pbl(d, pages, FRMR_PAGES,
+                                          QHCA_PAGE_SHIFT).pbl_addr);
+}
+
+static bool setup(void)
+{
+    int i;
+
+    if (!hx_pair_setup(&pair)) {
+        return false;
+    }
+    for (i = 0; i < 2; i++) {
+        frmr_setup(&pair.dev[i]);
+    }
+    return true;
+}
+
+/*
+ * Operations
+ */
+
+static void op_cmd(Fz *f)
+{
+    FzCmd a;
+    struct qhca_cmd c;
+    HxDev *d;
+    const uint8_t *pl;
+    size_t len;
+    HxRing sq = { 0 }, rq = { 0 }, ring = { 0 };
+    uint32_t result = 0;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    len = MIN(a.len, sizeof(c.raw));
+    pl = take_var(f, &len);
+    memset(&c, 0, sizeof(c));
+    memcpy(c.raw, pl, len);
+
+    if (a.fix & 2) {
+        switch (a.opcode) {
+        case QHCA_CMD_CREATE_CQ:
+            c.create_cq.eqn = cpu_to_le32(d->drv.eqn);
+            break;
+        case QHCA_CMD_CREATE_QP:
+            c.create_qp.pdn = cpu_to_le32(d->drv.pdn);
+            c.create_qp.send_cqn = cpu_to_le32(d->drv.cqn);
+            c.create_qp.recv_cqn = cpu_to_le32(d->drv.cqn);
+            if (le32_to_cpu(c.create_qp.srqn) != QHCA_NO_SRQ) {
+                c.create_qp.srqn = cpu_to_le32((c.create_qp.srqn & 1) ?
+                                               d->drv.srqn : QHCA_NO_SRQ);
+            }
+            break;
+        case QHCA_CMD_REG_MR:
+            c.reg_mr.pdn = cpu_to_le32(d->drv.pdn);
+            break;
+        case QHCA_CMD_ALLOC_MR:
+            c.alloc_mr.pdn = cpu_to_le32(d->drv.pdn);
+            break;
+        case QHCA_CMD_CREATE_SRQ:
+            c.create_srq.pdn = cpu_to_le32(d->drv.pdn);
+            break;
+        case QHCA_CMD_CREATE_AH:
+            c.create_ah.pdn = cpu_to_le32(d->drv.pdn);
+            break;
+        }
+    }
+    if (a.fix & 1) {
+        switch (a.opcode) {
+        case QHCA_CMD_CREATE_EQ:
+            c.create_eq.mem = hx_ring_alloc(d, &ring,
+                                            MIN(c.create_eq.log_depth, 15),
+                                            4);
+            break;
+        case QHCA_CMD_CREATE_CQ:
+            c.create_cq.mem = hx_ring_alloc(d, &ring,
+                                            MIN(c.create_cq.log_depth, 15),
+                                            5);
+            break;
+        case QHCA_CMD_CREATE_SRQ:
+            c.create_srq.mem = hx_ring_alloc(d, &ring,
+                                             MIN(c.create_srq.log_depth, 15),
+                                             MIN(c.create_srq.log_stride,
+                                                 11));
+            break;
+        case QHCA_CMD_CREATE_QP:
+            c.create_qp.sq = hx_ring_alloc(d, &sq,
+                                           MIN(c.create_qp.sq_log_depth, 15),
+                                           MIN(c.create_qp.sq_log_stride,
+                                               11));
+            c.create_qp.rq = hx_ring_alloc(d, &rq,
+                                           MIN(c.create_qp.rq_log_depth, 15),
+                                           MIN(c.create_qp.rq_log_stride,
+                                               11));
+            break;
+        case QHCA_CMD_REG_MR:
+            if (!(le32_to_cpu(c.reg_mr.flags) & QHCA_MR_PHYS)) {
+                uint64_t iova = le64_to_cpu(c.reg_mr.iova);
+                uint64_t span = (iova & (QHCA_PAGE_SIZE - 1)) +
+                                MIN(le64_to_cpu(c.reg_mr.length), 2u << 20);
+                uint32_t n = MIN(DIV_ROUND_UP(span, QHCA_PAGE_SIZE),
+                                 QHCA_PBL_ENTRIES);
+                uint64_t mem = hx_alloc_data(d, (uint64_t)n *
+                                             QHCA_PAGE_SIZE);
+                uint64_t pages[QHCA_PBL_ENTRIES];
+                uint32_t i;
+
+                for (i = 0; i < n; i++) {
+                    pages[i] = mem + (uint64_t)i * QHCA_PAGE_SIZE;
+                }
+                c.reg_mr.mem = hx_pbl(d, pages, mem ? n : 0, QHCA_PAGE_SHIFT);
+            }
+            break;
+        }
+    }
+    st = hx_cmd(d, a.opcode, c.raw, sizeof(c.raw), &result);
+    if (st == QHCA_CMD_OK && (a.fix & 1) && a.opcode == QHCA_CMD_CREATE_QP) {
+        hx_drv_qp_add(d, &c.create_qp, result, &sq, &rq);
+    }
+}
+
+static void op_send(Fz *f)
+{
+    FzSend a;
+    struct qhca_send_wqe w = { 0 };
+    struct qhca_sge sges[3];
+    uint8_t inl[QHCA_MAX_INLINE + 64];
+    HxDev *d, *peer;
+    HxQp *qp;
+    uint32_t room, il;
+    unsigned i;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    peer = peer_of(d);
+    qp = hx_drv_qp(d, a.qp);
+    if (!qp || !d->drv.up) {
+        return;
+    }
+    w.opcode = a.opcode;
+    w.flags = a.flags;
+    w.wr_id = cpu_to_le64(le32_to_cpu(a.imm));
+    stl_be_p(w.imm_data, le32_to_cpu(a.imm));
+    fill_sges(d, a.sge, sges);
+    switch (a.opcode) {
+    case QHCA_WQE_REG_MR: {
+        uint32_t key = (d->drv.frmr_key & ~QHCA_KEY_VARIANT_MASK) |
+                       (le64_to_cpu(a.add) & QHCA_KEY_VARIANT_MASK);
+
+        w.reg.iova = cpu_to_le64(FRMR_IOVA +
+                                 ((le64_to_cpu(a.add) >> 32) & 0xffff));
+        w.reg.length = cpu_to_le64(le32_to_cpu(a.remote));
+        w.reg.pbl_addr = cpu_to_le64(frmr_pbl[d->idx]);
+        w.reg.key = cpu_to_le32(key);
+        w.reg.access = cpu_to_le32(le32_to_cpu(a.imm) & 0x1f);
+        w.reg.num_pages = cpu_to_le32(a.nsge);
+        w.reg.page_shift = 12 + (le64_to_cpu(a.swap) & 0x1f);
+        d->drv.frmr_key = key;
+        break;
+    }
+    case QHCA_WQE_LOCAL_INV:
+        w.invalidate_rkey = cpu_to_le32(key_sel(d, a.rkey));
+        break;
+    case QHCA_WQE_SEND_WITH_INV:
+        w.invalidate_rkey = cpu_to_le32(key_sel(peer, a.rkey));
+        break;
+    default:
+        if (qp->type == QHCA_QPT_RC) {
+            w.rdma.remote_addr = cpu_to_le64(key_iova(peer, a.rkey) +
+                                             le32_to_cpu(a.remote));
+            w.rdma.rkey = cpu_to_le32(key_sel(peer, a.rkey));
+            w.rdma.compare_add = a.add;
+            w.rdma.swap = a.swap;
+        } else {
+            w.ud.ahn = cpu_to_le32(a.rkey >= 4 ? a.rkey : d->drv.ahn);
+            w.ud.remote_qpn = cpu_to_le32(qp->peer_qpn);
+            w.ud.remote_qkey = a.remote ? a.remote : cpu_to_le32(HX_QKEY);
+        }
+        break;
+    }
+    if (a.flags & QHCA_WQE_INLINE) {
+        room = (1u << qp->sq.stride_log) - QHCA_SEND_WQE_HDR_SIZE;
+        il = le16_to_cpu(a.inline_len);
+        for (i = 0; i < MIN(il, sizeof(inl)); i++) {
+            inl[i] = i + a.imm;
+        }
+        hx_post_send(d, qp, &w, NULL, 0, inl, MIN(il, room), !a.nodb);
+        if (il != MIN(il, room)) {
+            /* a length beyond what the slot holds */
+            uint64_t addr = hx_ring_addr(&qp->sq, qp->sq_pi - 1);
+            uint32_t le = cpu_to_le32(il);
+
+            hx_mem_write(d, addr + offsetof(struct qhca_send_wqe,
+                                            inline_len), &le, 4);
+        }
+    } else {
+        hx_post_send(d, qp, &w, sges, MIN(a.nsge, 3), NULL, 0, !a.nodb);
+        if (a.nsge > 3) {
+            uint64_t addr = hx_ring_addr(&qp->sq, qp->sq_pi - 1);
+
+            hx_mem_write(d, addr + offsetof(struct qhca_send_wqe, num_sge),
+                         &a.nsge, 1);
+        }
+    }
+}
+
+static void op_recv(Fz *f)
+{
+    FzRecv a;
+    struct qhca_sge sges[3];
+    HxDev *d;
+    HxQp *qp;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    qp = hx_drv_qp(d, a.qp);
+    if (!qp || !d->drv.up) {
+        return;
+    }
+    fill_sges(d, a.sge, sges);
+    hx_post_recv(d, qp, le32_to_cpu(a.wr_id), sges,
+                 MIN(a.nsge, 3), !a.nodb);
+}
+
+static HxRing *qp_ring(HxDev *d, HxQp *qp, bool rq, uint16_t **pi)
+{
+    if (!rq) {
+        *pi = &qp->sq_pi;
+        return &qp->sq;
+    }
+    if (qp->srqn != QHCA_NO_SRQ) {
+        *pi = &d->drv.srq_pi;
+        return &d->drv.srq;
+    }
+    *pi = &qp->rq_pi;
+    return &qp->rq;
+}
+
+static void op_wqe_raw(Fz *f)
+{
+    FzWqeRaw a;
+    const uint8_t *bytes;
+    size_t len;
+    HxDev *d;
+    HxQp *qp;
+    HxRing *r;
+    uint16_t *pi;
+    uint64_t addr;
+    uint32_t stride;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    len = a.len;
+    bytes = take_var(f, &len);
+    d = dev_sel(a.dev);
+    qp = hx_drv_qp(d, a.qp);
+    if (!qp) {
+        return;
+    }
+    r = qp_ring(d, qp, a.which & 1, &pi);
+    addr = hx_ring_addr(r, *pi + a.slot);
+    stride = 1u << r->stride_log;
+    if (!addr || a.off >= stride) {
+        return;
+    }
+    hx_mem_write(d, addr + a.off, bytes, MIN(len, stride - a.off));
+}
+
+static void op_db_qp(Fz *f)
+{
+    FzDbQp a;
+    HxDev *d;
+    HxQp *qp;
+    uint16_t *pi, val;
+    bool rq;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    qp = hx_drv_qp(d, a.qp);
+    if (!qp) {
+        return;
+    }
+    rq = a.which & 1;
+    qp_ring(d, qp, rq, &pi);
+    val = le16_to_cpu(a.val);
+    switch (a.mode & 3) {
+    case 0:
+        val = *pi;
+        break;
+    case 1:
+        val = *pi + (int16_t)val;
+        break;
+    case 2:
+        break;
+    default:
+        *pi += val % 64;
+        val = *pi;
+        break;
+    }
+    if (rq) {
+        hx_ring_rq(d, qp, val);
+    } else {
+        hx_ring_sq(d, qp, val);
+    }
+}
+
+static void op_frame_raw(Fz *f)
+{
+    FzFrameRaw a;
+    uint8_t buf[12288];
+    const uint8_t *bytes;
+    size_t len;
+    HxDev *to;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    len = MIN(le16_to_cpu(a.len), sizeof(buf));
+    bytes = take_var(f, &len);
+    memcpy(buf, bytes, len);
+    to = dev_sel(a.to);
+    if ((a.to & 2) && len >= 12) {
+        memcpy(buf, to->mac, 6);
+        memcpy(buf + 6, peer_of(to)->mac, 6);
+    }
+    hx_wire_inject(&pair, to->idx, buf, len);
+}
+
+static void op_frame(Fz *f)
+{
+    FzFrame a;
+    QhcaRoceHdr h = { 0 };
+    static uint8_t payload[8192];
+    uint8_t buf[QHCA_ROCE_HDR_MAX_LEN + sizeof(payload) + 8];
+    HxDev *to, *from;
+    HxQp *qp;
+    uint32_t plen, i, key;
+    uint64_t va;
+    int len;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    to = dev_sel(a.to);
+    from = peer_of(to);
+    qp = a.qp < HX_MAX_QPS ? hx_drv_qp(to, a.qp) : NULL;
+    memcpy(h.dst_mac, to->mac, 6);
+    memcpy(h.src_mac, from->mac, 6);
+    h.src_ip = (a.flags & 4) ? 0x06060606 : from->ip;
+    h.dst_ip = to->ip;
+    h.ttl = 64;
+    h.src_port = 0xc000 | (a.psn & 0x3fff);
+    h.opcode = a.opcode;
+    h.se = a.flags & 1;
+    h.ack_req = a.flags & 2;
+    h.pkey = (a.flags & 32) ? 0x1234 : QHCA_ROCE_DEFAULT_PKEY;
+    h.dest_qp = qpn_sel(to, a.qp) & QHCA_ROCE_QPN_MASK;
+    switch (a.psn_mode % 3) {
+    case 0:
+        h.psn = le32_to_cpu(a.psn);
+        break;
+    case 1:
+        h.psn = pair.last_psn[from->idx][h.dest_qp & 1023] + 1 +
+                le32_to_cpu(a.psn);
+        break;
+    default:
+        h.psn = pair.last_psn[to->idx][(qp ? qp->peer_qpn : 0) & 1023] +
+                le32_to_cpu(a.psn);
+        break;
+    }
+    h.psn &= QHCA_ROCE_PSN_MASK;
+    key = (a.rkey & 3) == 3 ? (uint32_t)a.rkey << QHCA_KEY_INDEX_SHIFT :
+          key_sel(to, a.rkey);
+    va = le64_to_cpu(a.va);
+    if (!(a.flags & 16)) {
+        va += key_iova(to, a.rkey);
+    }
+    h.reth.va = va;
+    h.reth.rkey = key;
+    h.reth.dma_len = le32_to_cpu(a.dma_len);
+    h.aeth.syndrome = a.syndrome;
+    h.aeth.msn = le32_to_cpu(a.msn) & QHCA_ROCE_MSN_MASK;
+    h.atomic.va = va;
+    h.atomic.rkey = key;
+    h.atomic.swap_add = le64_to_cpu(a.swap_add);
+    h.atomic.compare = le64_to_cpu(a.compare);
+    h.atomic_ack_orig = le64_to_cpu(a.swap_add);
+    h.imm = le32_to_cpu(a.imm);
+    h.ieth_rkey = key;
+    h.deth.qkey = a.qkey ? le32_to_cpu(a.qkey) : HX_QKEY;
+    h.deth.src_qp = (a.src_qp ? le32_to_cpu(a.src_qp) :
+                     from->drv.qp[HX_QP_UD].qpn) & QHCA_ROCE_QPN_MASK;
+    plen = MIN(le16_to_cpu(a.plen), sizeof(payload));
+    for (i = 0; i < plen; i++) {
+        payload[i] = a.pattern + i;
+    }
+    len = qhca_roce_build(buf, sizeof(buf), &h, payload, plen);
+    if (len <= 0) {
+        return;
+    }
+    if (a.flags & 8) {
+        buf[len - 1] ^= 0x5a;
+    }
+    hx_wire_inject(&pair, to->idx, buf, len);
+}
+
+static void op_wire_mutate(Fz *f)
+{
+    FzWireMutate a;
+    unsigned n = g_queue_get_length(&pair.wire);
+    HxFrame *fr, *copy;
+    GList *l;
+    uint16_t pos;
+
+    if (!take(f, &a, sizeof(a)) || !n) {
+        return;
+    }
+    l = g_queue_peek_nth_link(&pair.wire, a.idx % n);
+    fr = l->data;
+    pos = le16_to_cpu(a.pos);
+    switch (a.action % 6) {
+    case 0:
+        g_queue_delete_link(&pair.wire, l);
+        g_free(fr);
+        break;
+    case 1:
+        copy = g_memdup2(fr, sizeof(*fr) + fr->len);
+        g_queue_insert_after(&pair.wire, l, copy);
+        break;
+    case 2:
+        if (fr->len) {
+            fr->data[pos % fr->len] ^= a.val | 1;
+        }
+        break;
+    case 3:
+        fr->len = MIN(fr->len, pos);
+        break;
+    case 4:
+        g_queue_unlink(&pair.wire, l);
+        g_queue_push_tail_link(&pair.wire, l);
+        break;
+    default:
+        while ((fr = g_queue_pop_head(&pair.wire))) {
+            g_free(fr);
+        }
+        break;
+    }
+}
+
+static void op_reset(Fz *f)
+{
+    FzReset a;
+    HxDev *d, *peer;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    peer = peer_of(d);
+    switch (a.kind % 3) {
+    case 0:
+        hx_mmio_write(d, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+        break;
+    case 1:
+        hx_system_reset(d);
+        break;
+    default:
+        if (!hx_drv_setup(d)) {
+            return;
+        }
+        frmr_setup(d);
+        if (peer->drv.up) {
+            hx_connect_rc(d, &d->drv.qp[HX_QP_RC], peer,
+                          &peer->drv.qp[HX_QP_RC], &hx_default_conn);
+            hx_connect_rc(d, &d->drv.qp[HX_QP_RC_SRQ], peer,
+                          &peer->drv.qp[HX_QP_RC_SRQ], &hx_default_conn);
+        }
+        {
+            struct qhca_qp_attr at = { 0 };
+            HxQp *ud = &d->drv.qp[HX_QP_UD];
+
+            at.qp_state = QHCA_QPS_INIT;
+            at.qkey = cpu_to_le32(HX_QKEY);
+            hx_modify_qp(d, ud->qpn, QHCA_QP_ATTR_STATE |
+                         QHCA_QP_ATTR_PKEY_INDEX | QHCA_QP_ATTR_PORT |
+                         QHCA_QP_ATTR_QKEY, &at);
+            at.qp_state = QHCA_QPS_RTR;
+            hx_modify_qp(d, ud->qpn, QHCA_QP_ATTR_STATE, &at);
+            at.qp_state = QHCA_QPS_RTS;
+            hx_modify_qp(d, ud->qpn, QHCA_QP_ATTR_STATE |
+                         QHCA_QP_ATTR_SQ_PSN, &at);
+            ud->peer_qpn = peer->drv.qp[HX_QP_UD].qpn;
+        }
+        hx_poll_all(d, 0, HX_ARM_CQ | HX_ARM_EQ | HX_ARM_AEQ);
+        break;
+    }
+}
+
+static void op_msix(Fz *f)
+{
+    FzMsix a;
+    HxMsix *m;
+    uint32_t off;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    m = &dev_sel(a.dev)->msix[a.vector % QHCA_MSIX_VECTORS];
+    off = le32_to_cpu(a.off);
+    m->data = le32_to_cpu(a.data);
+    switch (a.kind % 4) {
+    case 0:
+        m->addr = HX_APIC_ADDR;
+        break;
+    case 1:
+        m->addr = HX_REG_BAR_ADDR + (off & (QHCA_REG_BAR_SIZE - 4));
+        break;
+    case 2:
+        m->addr = HX_DB_BAR_ADDR + (off & (QHCA_DB_BAR_SIZE - 4));
+        break;
+    default:
+        m->addr = off % (HX_RAM_SIZE - 4);
+        break;
+    }
+}
+
+static void op_mem_write(Fz *f)
+{
+    FzMemWrite a;
+    const uint8_t *bytes;
+    size_t len;
+    HxDev *d;
+    uint64_t addr;
+    uint32_t off;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    len = a.len;
+    bytes = take_var(f, &len);
+    d = dev_sel(a.dev);
+    off = le32_to_cpu(a.off);
+    switch (a.region % 4) {
+    case 0:
+        addr = d->drv.mr.mem + off % MAX(d->drv.mr.len, 1);
+        break;
+    case 1:
+        addr = HX_RING_BASE + off % (HX_RING_END - HX_RING_BASE);
+        break;
+    case 2:
+        addr = off % HX_RAM_SIZE;
+        break;
+    default:
+        addr = frmr_pbl[d->idx] + off % QHCA_PAGE_SIZE;
+        break;
+    }
+    hx_mem_write(d, addr, bytes, MIN(len, HX_RAM_SIZE - addr));
+}
+
+static void op_expect_cqe(Fz *f)
+{
+    FzExpectCqe a;
+    struct qhca_cqe c;
+    HxDev *d;
+    uint32_t qpn;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    qpn = qpn_sel(d, a.qp);
+    if (!hx_wait_cqe(d, qpn, le32_to_cpu(a.wr_id), &c,
+                     (int64_t)(a.ms + 1) * MS)) {
+        strict_fail("no CQE for qpn %u wr_id 0x%x on device %c", qpn,
+                    le32_to_cpu(a.wr_id), d->name);
+        return;
+    }
+    if (a.status != 0xff && c.status != a.status) {
+        strict_fail("CQE for qpn %u wr_id 0x%x on device %c: status %u, "
+                    "expected %u", qpn, le32_to_cpu(a.wr_id), d->name,
+                    c.status, a.status);
+    }
+}
+
+static void op_expect_qp(Fz *f)
+{
+    FzExpectQp a;
+    struct qhca_qp_attr at;
+    HxDev *d;
+    uint32_t qpn;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    qpn = qpn_sel(d, a.qp);
+    if (hx_query_qp(d, qpn, &at) != QHCA_CMD_OK) {
+        strict_fail("QUERY_QP %u on device %c failed", qpn, d->name);
+    } else if (at.qp_state != a.state) {
+        strict_fail("QP %u on device %c in state %u, expected %u", qpn,
+                    d->name, at.qp_state, a.state);
+    }
+}
+
+static void op_connect(Fz *f)
+{
+    FzConnect a;
+    HxConnOpts o;
+    unsigned q;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    q = (a.qp & 1) ? HX_QP_RC_SRQ : HX_QP_RC;
+    o.mtu = a.mtu;
+    o.timeout = a.timeout;
+    o.retry_cnt = a.retry;
+    o.rnr_retry = a.rnr_retry;
+    o.min_rnr_timer = a.min_rnr;
+    o.max_rd_atomic = a.max_rd;
+    o.access = a.access;
+    o.sq_psn = le32_to_cpu(a.psn);
+    hx_connect_rc(&pair.dev[0], &pair.dev[0].drv.qp[q], &pair.dev[1],
+                  &pair.dev[1].drv.qp[q], &o);
+}
+
+static void run_op(Fz *f, uint8_t op)
+{
+    union {
+        FzPump pump;
+        FzAdvance adv;
+        FzSettle settle;
+        FzRegWrite rw;
+        FzRegRead rr;
+        FzDbWrite db;
+        FzWireMode wm;
+        FzLink link;
+        FzPoll poll;
+    } a;
+    int i;
+
+    switch (op % FZ_OP_COUNT) {
+    case FZ_OP_PUMP:
+        if (take(f, &a.pump, sizeof(a.pump))) {
+            hx_pump(&pair, a.pump.steps + 1u);
+        }
+        break;
+    case FZ_OP_ADVANCE:
+        if (take(f, &a.adv, sizeof(a.adv))) {
+            hx_advance(&pair, 1LL << (a.adv.exp % 36));
+        }
+        break;
+    case FZ_OP_SETTLE:
+        if (take(f, &a.settle, sizeof(a.settle))) {
+            for (i = 0; i < 4; i++) {
+                hx_settle(&pair, (int64_t)(a.settle.ms + 1) * MS / 4, 500);
+                hx_poll_all(&pair.dev[0], 256, HX_ARM_CQ | HX_ARM_EQ |
+                            HX_ARM_AEQ);
+                hx_poll_all(&pair.dev[1], 256, HX_ARM_CQ | HX_ARM_EQ |
+                            HX_ARM_AEQ);
+            }
+        }
+        break;
+    case FZ_OP_REG_WRITE:
+        if (take(f, &a.rw, sizeof(a.rw))) {
+            hx_mmio_write(dev_sel(a.rw.dev), le16_to_cpu(a.rw.off) & 0xffc,
+                          le32_to_cpu(a.rw.val));
+        }
+        break;
+    case FZ_OP_REG_READ:
+        if (take(f, &a.rr, sizeof(a.rr))) {
+            hx_mmio_read(dev_sel(a.rr.dev), le16_to_cpu(a.rr.off) & 0xffc);
+        }
+        break;
+    case FZ_OP_DB_WRITE:
+        if (take(f, &a.db, sizeof(a.db))) {
+            hx_db_write(dev_sel(a.db.dev), a.db.page, a.db.off & 0xfc,
+                        le32_to_cpu(a.db.val));
+        }
+        break;
+    case FZ_OP_CMD:
+        op_cmd(f);
+        break;
+    case FZ_OP_SEND:
+        op_send(f);
+        break;
+    case FZ_OP_RECV:
+        op_recv(f);
+        break;
+    case FZ_OP_WQE_RAW:
+        op_wqe_raw(f);
+        break;
+    case FZ_OP_DB_QP:
+        op_db_qp(f);
+        break;
+    case FZ_OP_FRAME_RAW:
+        op_frame_raw(f);
+        break;
+    case FZ_OP_FRAME:
+        op_frame(f);
+        break;
+    case FZ_OP_WIRE_MUTATE:
+        op_wire_mutate(f);
+        break;
+    case FZ_OP_WIRE_MODE:
+        if (take(f, &a.wm, sizeof(a.wm))) {
+            hx_wire_set_mode(&pair, a.wm.from & 1,
+                             a.wm.mode % HX_WIRE_MODE_COUNT, a.wm.every);
+        }
+        break;
+    case FZ_OP_RESET:
+        op_reset(f);
+        break;
+    case FZ_OP_MSIX:
+        op_msix(f);
+        break;
+    case FZ_OP_LINK:
+        if (take(f, &a.link, sizeof(a.link))) {
+            hx_set_link(dev_sel(a.link.dev), a.link.up & 1);
+        }
+        break;
+    case FZ_OP_POLL:
+        if (take(f, &a.poll, sizeof(a.poll))) {
+            hx_poll_all(dev_sel(a.poll.dev), a.poll.max, a.poll.arm);
+        }
+        break;
+    case FZ_OP_MEM_WRITE:
+        op_mem_write(f);
+        break;
+    case FZ_OP_EXPECT_CQE:
+        op_expect_cqe(f);
+        break;
+    case FZ_OP_EXPECT_QP:
+        op_expect_qp(f);
+        break;
+    case FZ_OP_CONNECT:
+        op_connect(f);
+        break;
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char **argv[])
+{
+    const char *s = getenv("QHCA_FUZZ_STRICT");
+
+    /* GLib's slice allocator caches memory: LeakSanitizer needs malloc */
+    setenv("G_SLICE", "always-malloc", 1);
+    strict = s && *s && strcmp(s, "0");
+    hx_trace_init();
+    __sanitizer_set_death_callback(hx_trace_dump);
+    hx_pair_init(&pair);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Fz f = { .p = data, .n = size };
+    uint8_t tag;
+
+    if (ready) {
+        hx_pair_reset(&pair);
+    }
+    ready = true;
+    if (!setup()) {
+        fprintf(stderr, "==qhca-fuzz== the pair could not be set up\n");
+        abort();
+    }
+    pair.step_limit = STEP_LIMIT;
+    while (!pair.stopped && take(&f, &tag, 1)) {
+        run_op(&f, tag);
+    }
+    /* let the last operations take effect, then tear down */
+    hx_settle(&pair, 100 * MS, 2000);
+    hx_pair_cleanup(&pair);
+    return 0;
+}
