@@ -65,7 +65,8 @@
  *                  drop everything in flight (action % 6)
  *   14 WIRE_MODE   what the wire does to from's frames from now on: pass,
  *                  drop every n-th, duplicate every n-th, drop all, swap
- *                  pairs (mode % 5, n = every)
+ *                  pairs, drop one in n at random (mode % 6, n = every;
+ *                  frames are counted in both directions together)
  *   15 RESET       kind % 3: CTRL.RESET; a system reset; CTRL.RESET and
  *                  the driver's whole setup again, reconnected to the peer
  *   16 MSIX        vector's MSI-X message: kind % 4: to the APIC (an

@@ -551,13 +551,18 @@ void hx_grants_dma_read(HxDev *d, uint64_t addr, const void *buf,
 
     if (len == QHCA_CMD_SIZE && addr >= d->sh_base[0] &&
         addr - d->sh_base[0] < ring_bytes(d, 0, QHCA_CMD_SIZE)) {
-        command_read(d, buf);
+        struct qhca_cmd c;
+
+        memcpy(&c, buf, sizeof(c));
+        command_read(d, &c);
         return;
     }
     if (len == sizeof(struct qhca_send_wqe) &&
-        ((const struct qhca_send_wqe *)buf)->opcode == QHCA_WQE_REG_MR &&
-        sq_slot(g, addr)) {
-        reg_mr_wqe(d, buf);
+        *(const uint8_t *)buf == QHCA_WQE_REG_MR && sq_slot(g, addr)) {
+        struct qhca_send_wqe w;
+
+        memcpy(&w, buf, sizeof(w));
+        reg_mr_wqe(d, &w);
     }
 }
 

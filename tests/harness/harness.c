@@ -423,16 +423,25 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
         p->last_psn[s][dqp & 1023] = psn;
     }
     p->sent[s]++;
+    /* one count for both directions, as the qtest's wire */
+    p->wire_count++;
     switch (p->mode[s]) {
     case HX_WIRE_DROP_EVERY:
-        if (p->sent[s] % p->every[s] == 0) {
+        if (p->wire_count % p->every[s] == 0) {
             p->wire_lost++;
             return;
         }
         break;
     case HX_WIRE_DUP_EVERY:
-        if (p->sent[s] % p->every[s] == 0) {
+        if (p->wire_count % p->every[s] == 0) {
             wire_push(p, !s, frame, len);
+        }
+        break;
+    case HX_WIRE_DROP_RANDOM:
+        p->rng = p->rng * 1103515245 + 12345;
+        if ((p->rng >> 16) % p->every[s] == 0) {
+            p->wire_lost++;
+            return;
         }
         break;
     case HX_WIRE_BLACKHOLE:
@@ -713,6 +722,7 @@ void hx_pair_init(HxPair *p)
     int i;
 
     memset(p, 0, sizeof(*p));
+    p->rng = 1;
     g_queue_init(&p->wire);
     for (i = 0; i < 2; i++) {
         p->dev[i].ram = g_malloc0(HX_RAM_SIZE);
@@ -766,6 +776,8 @@ void hx_pair_reset(HxPair *p)
     memset(p->mode, 0, sizeof(p->mode));
     memset(p->every, 0, sizeof(p->every));
     memset(p->sent, 0, sizeof(p->sent));
+    p->wire_count = 0;
+    p->rng = 1;
     memset(p->last_psn, 0, sizeof(p->last_psn));
     memset(p->findings, 0, sizeof(p->findings));
     p->steps = 0;

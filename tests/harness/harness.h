@@ -178,6 +178,7 @@ typedef enum HxWireMode {
     HX_WIRE_DUP_EVERY,
     HX_WIRE_BLACKHOLE,
     HX_WIRE_REORDER,
+    HX_WIRE_DROP_RANDOM,        /* 1 in every, pseudo-random, reproducible */
     HX_WIRE_MODE_COUNT
 } HxWireMode;
 
@@ -195,6 +196,8 @@ struct HxPair {
     HxWireMode mode[2];         /* by sender */
     unsigned every[2];
     unsigned sent[2];           /* frames each device sent */
+    unsigned wire_count;        /* frames both sent */
+    uint32_t rng;
     HxFrame *held[2];           /* reorder: waiting for the next frame */
     uint64_t wire_lost;
     uint32_t last_psn[2][1024]; /* last PSN device i sent to a QP number */

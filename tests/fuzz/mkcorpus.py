@@ -1,0 +1,628 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Copyright (c) 2026 The qhca authors
+"""Write the fuzzer's seed corpus and the crash reproducers.
+
+    tests/fuzz/mkcorpus.py            (re)write tests/fuzz/corpus/ and
+                                      tests/fuzz/regressions/
+
+Each seed is the traffic of one qtest scenario (qtest/qhca-test.c) in the
+input format of tests/fuzz/qhca-fuzz.c: the operation numbers and the
+argument layouts are read from that file (its FZ_OP_* enum and its packed
+Fz* structures), the hardware constants from include/qhca_hw.h and
+hw/qhca-roce.h, so the encoder cannot drift from the decoder.  Seeds end
+with EXPECT operations; `scripts/fuzz --replay` runs them with
+QHCA_FUZZ_STRICT=1, so a seed that no longer does what it says fails.
+
+The reproducers in tests/fuzz/regressions/ are the issue's defects written
+the same way; each crashes the fuzz target until its defect is fixed.
+"""
+
+import os
+import re
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+
+CTYPES = {'uint8_t': 'B', 'int8_t': 'b', 'uint16_t': 'H', 'uint32_t': 'I',
+          'uint64_t': 'Q'}
+
+
+def read(path):
+    with open(os.path.join(TOP, path), encoding='utf-8') as f:
+        return f.read()
+
+
+def constants():
+    """QHCA_* numbers from the hardware contract and the wire header."""
+    out = {}
+    for path in ('include/qhca_hw.h', 'hw/qhca-roce.h'):
+        text = read(path)
+        for m in re.finditer(r'^\s*(QHCA_\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)',
+                             text, re.M):
+            out[m.group(1)] = int(m.group(2), 0)
+        for m in re.finditer(r'^#define\s+(QHCA_\w+)\s+\(?(0x[0-9a-fA-F]+|\d+)'
+                             r'u?\)?\s*(?:/\*.*)?$', text, re.M):
+            out.setdefault(m.group(1), int(m.group(2), 0))
+        for m in re.finditer(r'^#define\s+(QHCA_\w+)\s+\(1u << (\d+)\)',
+                             text, re.M):
+            out.setdefault(m.group(1), 1 << int(m.group(2)))
+    return out
+
+
+class Format:
+    """The input format, read from tests/fuzz/qhca-fuzz.c."""
+
+    def __init__(self):
+        text = read('tests/fuzz/qhca-fuzz.c')
+        enum = re.search(r'enum \{\s*(FZ_OP_\w+.*?)FZ_OP_COUNT', text, re.S)
+        names = re.findall(r'FZ_OP_(\w+)', enum.group(1))
+        self.ops = {n: i for i, n in enumerate(names)}
+        self.structs = {}
+        for m in re.finditer(r'typedef struct QEMU_PACKED (Fz\w+) \{(.*?)\} '
+                             r'\1;', text, re.S):
+            fields = []
+            for f in re.finditer(r'^\s*(\w+)\s+(\w+)(?:\[(\d+)\])?;',
+                                 m.group(2), re.M):
+                fields.append((f.group(1), f.group(2),
+                               int(f.group(3) or 0)))
+            self.structs[m.group(1)] = fields
+
+    def pack(self, sname, values):
+        out = b''
+        for ctype, name, count in self.structs[sname]:
+            v = values.pop(name, None)
+            if ctype in CTYPES:
+                fmt = '<' + CTYPES[ctype]
+                bits = struct.calcsize(fmt) * 8
+                if count:
+                    raise ValueError('array of %s' % ctype)
+                v = v or 0
+                if ctype.startswith('int'):
+                    out += struct.pack(fmt, v)
+                else:
+                    out += struct.pack(fmt, v & ((1 << bits) - 1))
+            else:
+                items = list(v or [])
+                for i in range(max(count, 1)):
+                    item = items[i] if i < len(items) else {}
+                    if isinstance(item, tuple):
+                        sub = [n for _, n, _ in self.structs[ctype]]
+                        item = dict(zip(sub, item))
+                    out += self.pack(ctype, dict(item))
+        if values:
+            raise ValueError('%s has no field(s) %s' % (sname,
+                                                        ', '.join(values)))
+        return out
+
+
+FMT = Format()
+H = constants()
+
+A, B = 0, 1
+RC, RC_SRQ, UD = 0, 1, 2
+MS = 1
+MR_LEN = 4 << 20
+
+
+class Input:
+    def __init__(self):
+        self.data = b''
+
+    def op(self, name, var=b'', **fields):
+        sname = 'Fz' + ''.join(w.capitalize() for w in name.split('_'))
+        self.data += bytes([FMT.ops[name]]) + FMT.pack(sname, fields) + var
+        return self
+
+    # helpers for what the scenarios do often
+    def send(self, dev, qp, opcode, wr_id, sge=(), flags=None, **kw):
+        if flags is None:
+            flags = H['QHCA_WQE_SIGNALED']
+        return self.op('SEND', dev=dev, qp=qp, opcode=H[opcode], flags=flags,
+                       nsge=len(sge), sge=list(sge), imm=wr_id, **kw)
+
+    def recv(self, dev, qp, wr_id, sge):
+        return self.op('RECV', dev=dev, qp=qp, nsge=len(sge), sge=list(sge),
+                       wr_id=wr_id)
+
+    def expect(self, dev, qp, wr_id, status='QHCA_CQE_SUCCESS', ms=50):
+        st = 0xff if status is None else H[status]
+        return self.op('EXPECT_CQE', dev=dev, qp=qp, wr_id=wr_id, status=st,
+                       ms=ms)
+
+    def expect_qp(self, dev, qp, state):
+        return self.op('EXPECT_QP', dev=dev, qp=qp, state=H[state])
+
+    def connect(self, qp=RC, mtu=3, timeout=8, retry=7, rnr_retry=7,
+                min_rnr=1, max_rd=4, access=0xe, psn=0xfffff0):
+        return self.op('CONNECT', qp=qp, mtu=mtu, timeout=timeout,
+                       retry=retry, rnr_retry=rnr_retry, min_rnr=min_rnr,
+                       max_rd=max_rd, access=access, psn=psn)
+
+    def settle(self, ms=10):
+        return self.op('SETTLE', ms=ms)
+
+
+def sge(off, length, key=0):
+    return (off, length, key)
+
+
+# ---------------------------------------------------------------------------
+# Seeds: the qtest scenarios
+
+def send_recv():
+    i = Input()
+    i.recv(B, RC, 0xb1, [sge(0, 1500), sge(4000, 4000)])
+    i.send(A, RC, 'QHCA_WQE_SEND_WITH_IMM', 0xa1,
+           [sge(0, 1000), sge(1000, 2000)])
+    i.expect(B, RC, 0xb1).expect(A, RC, 0xa1)
+    i.recv(B, RC, 0xb2, [sge(0, 5000)]).recv(B, RC, 0xb3, [sge(0, 5000)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xa2, flags=H['QHCA_WQE_INLINE'],
+           inline_len=100)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xa3, [sge(0, 1000)])
+    return i.expect(B, RC, 0xb2).expect(B, RC, 0xb3).expect(A, RC, 0xa3)
+
+
+def srq():
+    i = Input()
+    for n in range(3):
+        i.recv(B, RC_SRQ, 0x100 + n, [sge(n * 64, 64)])
+    i.op('CMD', dev=B, opcode=H['QHCA_CMD_MODIFY_SRQ'], len=8,
+         var=struct.pack('<II', 1, 2))
+    i.op('POLL', dev=B, max=0, arm=8)
+    for n in range(3):
+        i.send(A, RC_SRQ, 'QHCA_WQE_SEND_WITH_IMM' if n == 2 else
+               'QHCA_WQE_SEND', 1 + n, [sge(n * 4, 4)])
+    for n in range(3):
+        i.expect(B, RC_SRQ, 0x100 + n)
+    return i.expect(A, RC_SRQ, 3)
+
+
+def write_read(length, name_off=0):
+    i = Input()
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x11, [sge(0x10000, length)],
+           remote=0x200000 + name_off)
+    i.expect(A, RC, 0x11, ms=100)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 0x12, [sge(0x10000 + length,
+                                                   length)],
+           remote=0x200000 + name_off)
+    i.expect(A, RC, 0x12, ms=100)
+    i.recv(B, RC, 0x21, [sge(0x9000, 64)])
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE_WITH_IMM', 0x13, [sge(0, 2500)],
+           remote=0x300000)
+    return i.expect(B, RC, 0x21).expect(A, RC, 0x13)
+
+
+def atomics():
+    i = Input()
+    i.op('MEM_WRITE', dev=B, region=0, off=0x108, len=8,
+         var=struct.pack('<Q', 100))
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 1, [sge(0x300, 8)],
+           remote=0x108, add=5)
+    i.expect(A, RC, 1)
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_CMP_AND_SWP', 2, [sge(0x308, 8)],
+           remote=0x108, add=105, swap=7)
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_CMP_AND_SWP', 3, [sge(0x310, 8)],
+           remote=0x108, add=1, swap=99)
+    i.expect(A, RC, 2).expect(A, RC, 3)
+    # misaligned: an invalid request, the QP goes to ERR
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 4, [sge(0x300, 8)],
+           remote=0x104, add=1)
+    i.expect(A, RC, 4, 'QHCA_CQE_REM_INV_REQ_ERR')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
+def ud():
+    i = Input()
+    i.recv(B, UD, 0x77, [sge(0, 140)])
+    # a wrong Q_Key is dropped without a completion at B
+    i.send(A, UD, 'QHCA_WQE_SEND', 0x60, [sge(0, 100)], remote=0x4321)
+    i.expect(A, UD, 0x60)
+    i.send(A, UD, 'QHCA_WQE_SEND_WITH_IMM', 0x61, [sge(0, 100)])
+    return i.expect(A, UD, 0x61).expect(B, UD, 0x77)
+
+
+def rnr():
+    i = Input()
+    i.connect(rnr_retry=2)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x31, [sge(0, 10)])
+    i.expect(A, RC, 0x31, 'QHCA_CQE_RNR_RETRY_EXC_ERR', ms=100)
+    i.connect(rnr_retry=7)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x32, [sge(0, 10)])
+    i.op('ADVANCE', exp=22)
+    i.recv(B, RC, 0x33, [sge(0, 10)])
+    return i.expect(B, RC, 0x33, ms=100).expect(A, RC, 0x32, ms=100)
+
+
+def retry_exceeded():
+    i = Input()
+    i.connect(retry=3)
+    i.op('WIRE_MODE', **{'from': A}, mode=3, every=1)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x99, [sge(0, 100)])
+    i.expect(A, RC, 0x99, 'QHCA_CQE_RETRY_EXC_ERR', ms=200)
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
+def bad_remote(remote, length, opcode, rkey=0, access=0xe):
+    i = Input()
+    if access != 0xe:
+        i.connect(access=access)
+    i.send(A, RC, opcode, 0xe1, [sge(0, length)], remote=remote, rkey=rkey)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xe2, [sge(0, length)])
+    i.expect(A, RC, 0xe1, 'QHCA_CQE_REM_ACCESS_ERR')
+    i.expect(A, RC, 0xe2, 'QHCA_CQE_WR_FLUSH_ERR')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR').expect_qp(B, RC,
+                                                        'QHCA_QPS_ERR')
+
+
+def bad_wqe():
+    i = Input()
+    i.op('SEND', dev=A, qp=RC, opcode=0x55, flags=1, nsge=1,
+         sge=[sge(0, 16)], imm=0xd1)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xd2, [sge(0, 16)])
+    i.expect(A, RC, 0xd1, 'QHCA_CQE_LOC_QP_OP_ERR')
+    i.expect(A, RC, 0xd2, 'QHCA_CQE_WR_FLUSH_ERR')
+    # 13 SGEs do not fit the 256-byte WQEs of the other RC QP
+    i.op('SEND', dev=A, qp=RC_SRQ, opcode=H['QHCA_WQE_SEND'], flags=1,
+         nsge=13, sge=[sge(0, 8)] * 3, imm=0xd4)
+    return i.expect(A, RC_SRQ, 0xd4, 'QHCA_CQE_LOC_QP_OP_ERR')
+
+
+def local_prot():
+    i = Input()
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xc1, [sge(MR_LEN - 100, 200)])
+    i.expect(A, RC, 0xc1, 'QHCA_CQE_LOC_PROT_ERR')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
+def remote_errors():
+    i = Input()
+    i.recv(B, RC, 0xf1, [sge(0, 100)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0xf2, [sge(0, 200)])
+    i.expect(B, RC, 0xf1, 'QHCA_CQE_LOC_LEN_ERR')
+    i.expect(A, RC, 0xf2, 'QHCA_CQE_REM_INV_REQ_ERR')
+    # a receive WQE with a bad lkey: remote operation error
+    i.recv(B, RC_SRQ, 0xf3, [sge(0, 100, key=2)])
+    i.send(A, RC_SRQ, 'QHCA_WQE_SEND', 0xf4, [sge(0, 50)])
+    i.expect(B, RC_SRQ, 0xf3, 'QHCA_CQE_LOC_PROT_ERR')
+    return i.expect(A, RC_SRQ, 0xf4, 'QHCA_CQE_REM_OP_ERR')
+
+
+def fast_reg():
+    i = Input()
+    # B registers two pages of its fast-register MR, variant 2, access
+    # LOCAL_WRITE | REMOTE_WRITE (the low bits of the wr_id)
+    i.op('SEND', dev=B, qp=RC, opcode=H['QHCA_WQE_REG_MR'], flags=1,
+         nsge=2, remote=8192, add=2, imm=0x23)
+    i.expect(B, RC, 0x23)
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x42, [sge(0, 256)],
+           remote=4096 - 100, rkey=1)
+    i.expect(A, RC, 0x42)
+    i.recv(B, RC, 0x43, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND_WITH_INV', 0x44, [sge(0, 8)], rkey=1)
+    i.expect(B, RC, 0x43).expect(A, RC, 0x44)
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x45, [sge(0, 16)], rkey=1)
+    i.expect(A, RC, 0x45, 'QHCA_CQE_REM_ACCESS_ERR')
+    # LOCAL_INV of an MR that is not fast-register fails locally
+    i.op('SEND', dev=B, qp=RC_SRQ, opcode=H['QHCA_WQE_LOCAL_INV'], flags=1,
+         rkey=0, imm=0x46)
+    return i.expect(B, RC_SRQ, 0x46, 'QHCA_CQE_LOC_PROT_ERR')
+
+
+def solicited():
+    i = Input()
+    i.recv(B, RC, 0, [sge(0, 64)]).recv(B, RC, 1, [sge(64, 64)])
+    i.op('POLL', dev=B, max=0, arm=2 | 4)
+    i.send(A, RC, 'QHCA_WQE_SEND', 1, [sge(0, 8)])
+    i.expect(A, RC, 1)
+    i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 8)],
+           flags=H['QHCA_WQE_SIGNALED'] | H['QHCA_WQE_SOLICITED'])
+    return i.expect(A, RC, 2).expect(B, RC, 0).expect(B, RC, 1)
+
+
+def hostile_frames():
+    i = Input()
+    i.recv(B, RC, 1, [sge(0, 64)]).recv(B, RC, 2, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 1, [sge(0, 32)])
+    i.expect(B, RC, 1).expect(A, RC, 1)
+    send_only = H['QHCA_ROCE_OP_RC_SEND_ONLY']
+    # the last SEND again with a bad ICRC, then as a duplicate
+    i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
+         psn=0xffffffff, flags=8, plen=32)
+    i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
+         psn=0xffffffff, flags=32, plen=32)
+    i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
+         psn=0xffffffff, flags=4, plen=32)
+    for n in range(6):
+        junk = bytes((n * 37 + k * 11) & 0xff for k in range(20 + 23 * n))
+        i.op('FRAME_RAW', to=B | 2, len=len(junk), var=junk)
+    i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
+         psn=0xffffffff, plen=32)
+    i.op('FRAME', to=B, opcode=0x1f, qp=RC, psn_mode=1, plen=0)
+    i.settle(5)
+    i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 32)])
+    return i.expect(B, RC, 2).expect(A, RC, 2)
+
+
+def lossy(mode, every, count=24, every_b=0):
+    i = Input()
+    i.op('WIRE_MODE', **{'from': A}, mode=mode, every=every)
+    if every_b:
+        i.op('WIRE_MODE', **{'from': B}, mode=mode, every=every_b)
+    for n in range(count):
+        i.recv(B, RC, 0x1000 + n, [sge(4 * n, 4)])
+    for n in range(count):
+        i.send(A, RC, 'QHCA_WQE_SEND', n + 1, [sge(4 * n, 4)])
+    for n in range(count):
+        i.expect(B, RC, 0x1000 + n, ms=200)
+    for n in range(count):
+        i.expect(A, RC, n + 1, ms=200)
+    return i
+
+
+def lossy_rdma():
+    i = Input()
+    i.op('WIRE_MODE', **{'from': B}, mode=5, every=7)
+    i.op('WIRE_MODE', **{'from': A}, mode=5, every=7)
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 1, [sge(0, 256 << 10)],
+           remote=0x100000)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 2, [sge(0x100000, 256 << 10)],
+           remote=0x100000)
+    i.expect(A, RC, 1, ms=250).expect(A, RC, 2, ms=250)
+    for n in range(8):
+        i.send(A, RC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 10 + n,
+               [sge(0x200000 + 8 * n, 8)], remote=0, add=1)
+    for n in range(8):
+        i.expect(A, RC, 10 + n, ms=250)
+    return i
+
+
+def read_pieces_rd_atomic(loss):
+    """A 256 KiB READ (asked for in pieces of half a window) followed at
+    once by atomics, with max_rd_atomic = max_dest_rd_atomic = 4: the
+    requester counts the READ once, the responder each piece"""
+    i = Input()
+    if loss:
+        i.op('WIRE_MODE', **{'from': B}, mode=5, every=7)
+        i.op('WIRE_MODE', **{'from': A}, mode=5, every=7)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 2, [sge(0x100000, 256 << 10)],
+           remote=0x100000)
+    for n in range(4):
+        i.send(A, RC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 10 + n,
+               [sge(0x200000 + 8 * n, 8)], remote=0, add=1)
+    i.expect(A, RC, 2, ms=250)
+    for n in range(4):
+        i.expect(A, RC, 10 + n, ms=250)
+    return i
+
+
+def reads_in_flight():
+    i = Input()
+    i.op('WIRE_MODE', **{'from': B}, mode=5, every=7)
+    for n in range(8):
+        i.send(A, RC, 'QHCA_WQE_RDMA_READ', n, [sge((n % 4) << 18, 64 << 10)],
+               remote=0x200000)
+    for n in range(8):
+        i.expect(A, RC, n, ms=250)
+    return i
+
+
+def mix():
+    i = Input()
+    i.connect(mtu=1)
+    i.recv(B, RC, 1, [sge(0, 8192)]).recv(B, RC, 2, [sge(0, 8192)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 1, [sge(0, 1000)])
+    i.send(A, RC, 'QHCA_WQE_SEND_WITH_IMM', 2, [sge(0, 100)])
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 3, [sge(0, 4000)], remote=1000)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 4, [sge(4096, 1500)], remote=1000)
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 5, [sge(6000, 8)],
+           remote=8, add=1)
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_CMP_AND_SWP', 6, [sge(6000, 8)],
+           remote=8)
+    i.expect(B, RC, 1).expect(B, RC, 2)
+    for n in range(1, 7):
+        i.expect(A, RC, n)
+    return i
+
+
+def reset_mid_transfer():
+    i = Input()
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x50, [sge(0, 1 << 20)],
+           remote=0x100000)
+    i.op('PUMP', steps=3)
+    i.op('RESET', dev=B, kind=2)
+    i.settle(20)
+    i.recv(B, RC, 0x51, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x52, [sge(0, 64)])
+    i.expect(B, RC, 0x51).expect(A, RC, 0x52)
+    # and a device reset that nobody recovers from
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x53, [sge(0, 1 << 20)],
+           remote=0x100000)
+    i.op('PUMP', steps=2)
+    i.op('RESET', dev=A, kind=0)
+    return i.settle(20)
+
+
+def msix_doorbell():
+    """Vector 1 (the EQ's) aimed at the EQ doorbell: it re-arms itself."""
+    i = Input()
+    i.op('MSIX', dev=B, vector=1, kind=2, off=H['QHCA_DB_EQ'],
+         data=1 | H['QHCA_DB_EQ_ARM'])
+    i.op('MSIX', dev=A, vector=0, kind=3, off=0x3ff000, data=0xdeadbeef)
+    i.recv(B, RC, 7, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 8, [sge(0, 64)])
+    return i.expect(B, RC, 7).expect(A, RC, 8)
+
+
+def commands():
+    """Object life cycles through CMD with page lists the harness fills."""
+    i = Input()
+    cq = struct.pack('<QIBBH', 0, 0, 0, 0, 0) + bytes([6, 0, 0, 0]) + \
+        struct.pack('<III', 1, 0, 0)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_CQ'], fix=3, len=len(cq),
+         var=cq)
+    qp = bytes([H['QHCA_QPT_RC'], 4, 4, 7, 6, 0]) + struct.pack(
+        '<HIIIIII', 0, 1, 1, 1, 0xffffffff, 0, 64) + bytes(32)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_QP'], fix=3, len=len(qp),
+         var=qp)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_QUERY_DEVICE'])
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_QUERY_PORT'])
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_ALLOC_PD'])
+    mr = struct.pack('<IIQQ', 1, 0xf, 0x1234, 3 * 4096) + bytes(16) + \
+        struct.pack('<II', 0, 5)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_REG_MR'], fix=3, len=len(mr),
+         var=mr)
+    phys = struct.pack('<IIQQ', 1, 0xf, 0x900000, 8192) + bytes(16) + \
+        struct.pack('<II', H['QHCA_MR_PHYS'], 6)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_REG_MR'], fix=2, len=len(phys),
+         var=phys)
+    ah = struct.pack('<IBBBBI', 1, 0, 64, 0, 0, 0) + bytes(8) + bytes(
+        [0] * 10 + [0xff, 0xff, 198, 18, 0, 2])
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_AH'], fix=2, len=len(ah),
+         var=ah)
+    for op, handle in (('QHCA_CMD_DESTROY_QP', 5), ('QHCA_CMD_DESTROY_CQ', 2),
+                       ('QHCA_CMD_DESTROY_AH', 2), ('QHCA_CMD_DEALLOC_PD', 2),
+                       ('QHCA_CMD_QUERY_QP', 2), ('QHCA_CMD_QUERY_SRQ', 1),
+                       ('QHCA_CMD_DESTROY_EQ', 1)):
+        i.op('CMD', dev=A, opcode=H[op], len=8, var=struct.pack('<II',
+                                                                handle, 0))
+    i.op('CMD', dev=A, opcode=0x77, len=4, var=b'\x01\x02\x03\x04')
+    i.op('REG_WRITE', dev=A, off=H['QHCA_REG_CMDQ_BASE_LO'], val=0x5000)
+    i.op('REG_READ', dev=A, off=H['QHCA_REG_STAT_GUEST_ERRORS'])
+    i.op('DB_WRITE', dev=A, page=3, off=H['QHCA_DB_CQ_ARM'], val=1)
+    i.op('LINK', dev=B, up=0).op('LINK', dev=B, up=1)
+    # the device still works
+    i.recv(B, RC, 0x61, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x62, [sge(0, 64)])
+    return i.expect(B, RC, 0x61).expect(A, RC, 0x62)
+
+
+SEEDS = {
+    'send-recv': send_recv,
+    'srq': srq,
+    'write-read-64k': lambda: write_read(64 << 10),
+    'write-read-1m': lambda: write_read(1 << 20, 64),
+    'atomics': atomics,
+    'ud-grh': ud,
+    'rnr': rnr,
+    'retry-exceeded': retry_exceeded,
+    'bad-rkey': lambda: bad_remote(0, 64, 'QHCA_WQE_RDMA_WRITE', rkey=2),
+    'out-of-bounds-write': lambda: bad_remote(MR_LEN - 100, 200,
+                                              'QHCA_WQE_RDMA_WRITE'),
+    'out-of-bounds-read': lambda: bad_remote(MR_LEN - 96, 200,
+                                             'QHCA_WQE_RDMA_READ'),
+    'access-flags': lambda: bad_remote(0, 64, 'QHCA_WQE_RDMA_WRITE',
+                                       access=H['QHCA_ACCESS_REMOTE_READ']),
+    'bad-wqe': bad_wqe,
+    'local-prot': local_prot,
+    'remote-errors': remote_errors,
+    'fast-reg': fast_reg,
+    'solicited': solicited,
+    'hostile-frames': hostile_frames,
+    'lossy': lambda: lossy(1, 7, every_b=7),
+    'dup': lambda: lossy(2, 2, every_b=3),
+    'reorder': lambda: lossy(4, 1, every_b=1),
+    'lossy-rdma': lossy_rdma,
+    'reads-in-flight': reads_in_flight,
+    'mix': mix,
+    'reset-mid-transfer': reset_mid_transfer,
+    'msix-doorbell': msix_doorbell,
+    'commands': commands,
+}
+
+
+# ---------------------------------------------------------------------------
+# Reproducers of known defects (hostile guest and wire, issue 9)
+
+def uaf_timer_msix_reset():
+    """1: the retransmission timer's error completion raises vector 1, which
+    the guest aimed at CTRL with RESET; the reset frees every object while
+    the timer path still uses them."""
+    i = Input()
+    i.op('MSIX', dev=A, vector=1, kind=1, off=H['QHCA_REG_CTRL'],
+         data=H['QHCA_CTRL_RESET'])
+    i.connect(timeout=1, retry=0)
+    i.op('POLL', dev=A, max=0, arm=1 | 4)
+    i.op('WIRE_MODE', **{'from': A}, mode=3, every=1)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x1, [sge(0, 64)])
+    return i.op('ADVANCE', exp=24).settle(10)
+
+
+def read_flood():
+    """2: one READ request for all of a 4 MiB MR at MTU 256, then a newer
+    request: every response is sent in one run of the bottom half."""
+    i = Input()
+    i.connect(mtu=1)
+    i.op('FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_RDMA_READ_REQUEST'],
+         qp=RC, psn_mode=0, psn=(0xfffff0 + A) & 0xffffff, va=0, rkey=0,
+         dma_len=MR_LEN, flags=2)
+    i.op('FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_SEND_ONLY'], qp=RC,
+         psn_mode=0, psn=(0xfffff0 + A + 16384 + 100) & 0xffffff, plen=8)
+    return i.settle(10)
+
+
+def bh_spin():
+    """3: a SEND larger than the send window to a peer whose answers are
+    lost: the bottom half reschedules itself on every run."""
+    i = Input()
+    i.connect(timeout=0)
+    i.op('WIRE_MODE', **{'from': B}, mode=3, every=1)
+    i.recv(B, RC, 1, [sge(0, 1 << 20)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 1 << 20)])
+    for _ in range(8):
+        i.op('PUMP', steps=255)
+    return i
+
+
+def wqe_rewrite_leak():
+    """4: a 2 MiB SEND is rewritten in place as a 16-byte inline SEND and
+    NAKed at 1 MiB: the device gathers from WQE + 64 + 1 MiB."""
+    i = Input()
+    i.recv(B, RC, 1, [sge(0, 2 << 20)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 2 << 20)])
+    i.op('PUMP', steps=1)
+    wqe = struct.pack('<BBBBI', H['QHCA_WQE_SEND'],
+                      H['QHCA_WQE_SIGNALED'] | H['QHCA_WQE_INLINE'], 0, 0, 16)
+    i.op('WQE_RAW', dev=A, qp=RC, which=0, slot=-1, off=0, len=len(wqe),
+         var=wqe)
+    i.op('FRAME', to=A, opcode=H['QHCA_ROCE_OP_RC_ACKNOWLEDGE'], qp=RC,
+         psn_mode=0, psn=(0xfffff0 + A + 1024) & 0xffffff,
+         syndrome=H['QHCA_ROCE_AETH_NAK'] | H['QHCA_ROCE_NAK_PSN_SEQ_ERR'])
+    return i.settle(10)
+
+
+REGRESSIONS = {
+    'uaf-timer-msix-reset': uaf_timer_msix_reset,
+    'read-flood-budget': read_flood,
+    'bh-spin-window-full': bh_spin,
+    'wqe-rewrite-inline-leak': wqe_rewrite_leak,
+    'read-pieces-rd-atomic': lambda: read_pieces_rd_atomic(False),
+    'read-pieces-rd-atomic-lossy': lambda: read_pieces_rd_atomic(True),
+}
+
+
+def write_dir(path, items, keep):
+    os.makedirs(path, exist_ok=True)
+    for name, fn in items.items():
+        with open(os.path.join(path, name), 'wb') as f:
+            f.write(fn().data)
+    for name in os.listdir(path):
+        if name not in items and not keep(name):
+            os.remove(os.path.join(path, name))
+
+
+def main():
+    if len(sys.argv) > 1:
+        raise SystemExit(__doc__)
+    write_dir(os.path.join(HERE, 'corpus'), SEEDS, lambda n: False)
+    # crashers found by fuzzing (not written here) stay
+    write_dir(os.path.join(HERE, 'regressions'), REGRESSIONS,
+              lambda n: True)
+    print('%d seeds in tests/fuzz/corpus, %d reproducers in '
+          'tests/fuzz/regressions' % (len(SEEDS), len(REGRESSIONS)))
+
+
+if __name__ == '__main__':
+    main()
