@@ -132,6 +132,7 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
         e->acked = psn;
+        e->nak_rewound = false;
         e->retry_left = qp->attr.retry_cnt;
         e->rnr_left = qp->attr.rnr_retry;
         qhca_qp_arm_timer(c, qp);
@@ -196,13 +197,13 @@ static void req_fail_at(QhcaQp *qp, uint32_t psn, uint8_t status)
 static bool req_store(QhcaCore *c, QhcaQp *qp, uint16_t idx, uint64_t off,
                       const void *data, uint32_t n, bool last)
 {
+    const QhcaWqeState *st = &qp->eng->wqe[idx & sq_mask(qp)];
     struct qhca_send_wqe w;
     struct qhca_sge sge[QHCA_MAX_SGE];
     uint64_t addr, len;
 
-    return qhca_wqe_read(c, qp, idx, &w, &addr) &&
-           !qhca_wqe_check(c, qp, &w, addr, sge, &len) &&
-           off + n <= len && (!last || off + n == len) &&
+    return !qhca_wqe_reread(c, qp, st, idx, &w, &addr, sge, &len) &&
+           off <= len && n <= len - off && (!last || off + n == len) &&
            qhca_sge_copy(c, qp->pdn, sge, w.num_sge, off, (void *)data, n,
                          true) == SGE_OK;
 }
@@ -214,6 +215,12 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     uint8_t syn = h->aeth.syndrome;
 
     trace_qhca_ack_rx(qp->qpn, h->psn, syn);
+    /* a NAK names a PSN that is outstanding; anything else is stale */
+    if ((syn & QHCA_ROCE_AETH_TYPE_MASK) != QHCA_ROCE_AETH_ACK &&
+        psn_diff(h->psn, e->acked) <= 0) {
+        trace_qhca_rx_drop(sizeof(*h), "NAK for a PSN already acknowledged");
+        return;
+    }
     switch (syn & QHCA_ROCE_AETH_TYPE_MASK) {
     case QHCA_ROCE_AETH_ACK:
         req_acked(c, qp, h->psn);
@@ -235,6 +242,23 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     case QHCA_ROCE_AETH_NAK:
         req_acked(c, qp, psn_add(h->psn, -1));
         if ((syn & QHCA_ROCE_AETH_VALUE_MASK) == QHCA_ROCE_NAK_PSN_SEQ_ERR) {
+            /*
+             * Go back once per NAK PSN, and count it against retry_cnt as
+             * a timeout is: repeated (or spoofed) NAKs cannot make the
+             * requester send its window again and again
+             */
+            if (e->nak_rewound && e->nak_psn == h->psn) {
+                trace_qhca_rx_drop(sizeof(*h), "sequence NAK acted on");
+                break;
+            }
+            if (e->retry_left == 0) {
+                trace_qhca_retry_exceeded(qp->qpn, h->psn);
+                req_fail_at(qp, h->psn, QHCA_CQE_RETRY_EXC_ERR);
+                break;
+            }
+            e->retry_left--;
+            e->nak_rewound = true;
+            e->nak_psn = h->psn;
             c->stat_retransmits++;
             qhca_req_rewind(c, qp, h->psn);
         } else {

@@ -370,8 +370,8 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
         return QHCA_CQE_LOC_PROT_ERR;
     }
     if ((access & ~QHCA_ACCESS_MASK) || num_pages > mr->max_pages ||
-        length == 0 || iova + length < iova || page_shift < QHCA_PAGE_SHIFT ||
-        page_shift > 30) {
+        length == 0 || length > QHCA_MAX_MR_SIZE || iova + length < iova ||
+        page_shift < QHCA_PAGE_SHIFT || page_shift > 30) {
         qhca_guest_error(c, "REG_MR WR: bad access, range or pages",
                          num_pages);
         return QHCA_CQE_LOC_QP_OP_ERR;
@@ -871,6 +871,18 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
             g_free(qp);
             return ret;
         }
+    }
+    /* the engine's state per SQ slot counts in the budget too */
+    if (qhca_qp_engine_units(p->sq_log_depth) >
+        QHCA_PAGE_BUDGET - c->pages_used) {
+        trace_qhca_err_budget(qhca_qp_engine_units(p->sq_log_depth),
+                              c->pages_used);
+        qhca_pages_free(c, &qp->sq.mem);
+        if (qp->rq.mem.addr) {
+            qhca_pages_free(c, &qp->rq.mem);
+        }
+        g_free(qp);
+        return QHCA_CMD_ERR_NO_RESOURCES;
     }
     qp->qpn = n;
     qp->type = p->type;
@@ -1444,7 +1456,13 @@ void qhca_core_run(QhcaCore *c)
     if (!(c->status & QHCA_STATUS_READY)) {
         return;
     }
+    c->run_tx_frames = 0;
+    c->run_tx_bytes = 0;
     qhca_cmdq_run(c);
+    if (c->timer_due) {
+        c->timer_due = false;
+        qhca_qp_engine_timer(c);
+    }
     more = qhca_rx_run(c, 256);
     more |= qhca_qp_engine_run(c);
     if (more) {
@@ -1452,11 +1470,17 @@ void qhca_core_run(QhcaCore *c)
     }
 }
 
+/*
+ * The glue's timer callback is not guarded against re-entrancy the way the
+ * bottom half, MMIO and the receive callback are: it only asks for a run,
+ * and qhca_core_run() handles the expired timers.  Nothing of the engine
+ * runs where an interrupt or DMA aimed at the device itself could reset it
+ * under the engine's feet.
+ */
 void qhca_core_timer(QhcaCore *c)
 {
-    if (c->status & QHCA_STATUS_READY) {
-        qhca_qp_engine_timer(c);
-    }
+    c->timer_due = true;
+    c->ops->schedule(c->opaque);
 }
 
 typedef struct QhcaRxFrame {
@@ -1572,6 +1596,7 @@ void qhca_core_reset(QhcaCore *c)
     c->aeq_pi = c->aeq_ci = 0;
     c->aeq_armed = false;
     c->timer_deadline = -1;
+    c->timer_due = false;
     c->ops->timer_mod(c->opaque, -1);
     if (c->rx_blocked) {
         c->rx_blocked = false;
@@ -1607,6 +1632,12 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
         qhca_guest_ub(c, "CTRL: reserved bits set", val);
     }
     if ((val & QHCA_CTRL_ENABLE) && !(c->ctrl & QHCA_CTRL_ENABLE)) {
+        if (c->status & QHCA_STATUS_FATAL) {
+            /* a fatal error needs a reset, not another ENABLE */
+            qhca_guest_ub(c, "CTRL.ENABLE after a fatal error",
+                          c->fatal_code);
+            return;
+        }
         c->ctrl = QHCA_CTRL_ENABLE;
         if (!qhca_queue_regs_ok(c)) {
             qhca_guest_error(c, "CTRL.ENABLE with bad queue registers",
@@ -1877,6 +1908,12 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         }
         if ((uint16_t)(pi - srq->ring.ci) > (1u << srq->ring.log_depth)) {
             qhca_guest_ub(c, "SRQ doorbell: more WQEs than entries", val);
+            return;
+        }
+        if ((uint16_t)(pi - srq->ring.ci) <
+            (uint16_t)(srq->ring.pi - srq->ring.ci)) {
+            qhca_guest_ub(c, "SRQ doorbell: producer index moved backwards",
+                          val);
             return;
         }
         srq->ring.pi = pi;

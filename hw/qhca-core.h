@@ -27,8 +27,15 @@
 #define QHCA_MAX_RD_ATOMIC      16
 #define QHCA_MAX_FAST_REG_PAGES 512
 #define QHCA_MAX_MR_SIZE        (1ULL << 32)
-/* Page addresses the device keeps for all objects together (8 MiB) */
-#define QHCA_PAGE_BUDGET        (1u << 20)
+/*
+ * Host memory the device keeps for guest-created objects, in 8-byte units
+ * (16 MiB): the page lists of rings and MRs and each QP's engine state (one
+ * entry per SQ slot).  Fixed-size objects are bounded by their tables.
+ */
+#define QHCA_PAGE_BUDGET        (2u << 20)
+/* What one run of the bottom half sends at most, all QPs together */
+#define QHCA_RUN_TX_FRAMES      1024
+#define QHCA_RUN_TX_BYTES       (2u << 20)
 
 typedef struct QhcaCore QhcaCore;
 
@@ -199,6 +206,11 @@ struct QhcaCore {
     uint8_t txbuf[QHCA_TX_FRAME_MAX];
     uint16_t ip_id;
     int64_t timer_deadline;     /* -1: not armed */
+    bool timer_due;             /* the timer fired; handled by the next run */
+    /* what this run of the bottom half sent, against QHCA_RUN_TX_* */
+    uint32_t run_tx_frames;
+    uint64_t run_tx_bytes;
+    uint32_t run_cursor;        /* where the QP scan starts (round robin) */
 
     /* statistics registers */
     uint32_t stat_tx_frames;

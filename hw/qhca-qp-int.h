@@ -23,6 +23,8 @@
 #define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
 #define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often */
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
+/* The longest message (IBA: 2^31 bytes); longer RETH lengths are invalid */
+#define QHCA_MAX_MSG_BYTES      (1ULL << 31)
 #define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
 #define QHCA_GSI_QKEY           0x80010000u
 
@@ -50,22 +52,49 @@ typedef struct QhcaWqeState {
     uint32_t last_psn;          /* READ: PSN of the last response */
     uint32_t next_resp_psn;     /* READ/atomic: next expected response */
     uint32_t byte_len;
+    /*
+     * The WQE as validated when it was started (header, SGEs, inline
+     * data), as a fingerprint: a WQE read again for a later packet or a
+     * retransmission must still be the same, or it fails
+     */
+    uint64_t fingerprint;
 } QhcaWqeState;
 
-typedef struct QhcaRdRes {      /* responder resource: READ/atomic replay */
+/*
+ * A responder resource (IBA 9.7.5.1.x "responder resources"): one READ or
+ * atomic the responder executed, kept to answer a duplicate of it.  There
+ * are max_dest_rd_atomic of them, used round robin; a request that finds
+ * the oldest one still queued exceeds what the requester was granted.
+ */
+typedef struct QhcaRdRes {
     bool valid;
     bool atomic;
+    bool queued;                /* its responses are in the response queue */
     uint32_t psn;
     uint64_t orig;              /* atomic: the value returned */
-    /* READ responses still to send, a few per run of the bottom half */
-    bool sending;
-    uint32_t rkey;
+    uint32_t rkey;              /* READ: what was asked for */
     uint64_t va;
     uint32_t len;
-    uint32_t next;              /* next response packet */
+    uint32_t next;              /* next response packet to send */
     uint32_t npkt;
 } QhcaRdRes;
 
+/*
+ * Responses go out in PSN order.  While READ responses are pending, later
+ * ACKs, NAKs and atomic ACKs wait behind them in this queue; consecutive
+ * ACKs and NAKs collapse into the newest, so the queue never holds more
+ * than one READ or atomic per resource and one ACK between them.
+ */
+enum { RESPQ_ACK, RESPQ_READ, RESPQ_ATOMIC };
+
+typedef struct QhcaRespQEntry {
+    uint8_t kind;
+    uint8_t syndrome;           /* RESPQ_ACK */
+    uint8_t res;                /* RESPQ_READ/ATOMIC: index in res[] */
+    uint32_t psn;               /* RESPQ_ACK */
+} QhcaRespQEntry;
+
+#define QHCA_RESPQ_LEN          (2 * QHCA_MAX_RD_ATOMIC + 2)
 #define QHCA_READ_BURST         64      /* READ response packets per run */
 
 struct QhcaQpEngine {
@@ -83,6 +112,8 @@ struct QhcaQpEngine {
     uint8_t retry_left;
     uint8_t rnr_left;
     bool drained_notified;
+    bool nak_rewound;           /* went back once for the NAK at nak_psn */
+    uint32_t nak_psn;
 
     /* responder */
     uint16_t rq_pi;
@@ -103,8 +134,12 @@ struct QhcaQpEngine {
     uint64_t wr_left;
     uint32_t wr_len;
     QhcaRdRes res[QHCA_MAX_RD_ATOMIC];
-    QhcaRdRes replay;           /* a duplicate READ being answered again */
     unsigned res_next;
+    QhcaRespQEntry respq[QHCA_RESPQ_LEN];
+    unsigned respq_head;
+    unsigned respq_count;
+
+    uint32_t units;             /* host memory charged to the budget */
 };
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)
@@ -170,12 +205,17 @@ void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
                       const void *payload, size_t len);
 uint8_t qhca_cqe_opcode(uint8_t wqe_opcode);
 void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp);
+bool qhca_qp_from_path(QhcaCore *c, const QhcaQp *qp, const QhcaRoceHdr *h);
+unsigned qhca_tx_room(QhcaCore *c);
 
 /* qhca-req.c: the requester */
 bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
                    struct qhca_send_wqe *w, uint64_t *addr);
 int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
                    uint64_t addr, struct qhca_sge *sge, uint64_t *len);
+int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
+                    uint16_t idx, struct qhca_send_wqe *w, uint64_t *addr,
+                    struct qhca_sge *sge, uint64_t *len);
 void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more);
 void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn);
 
@@ -194,6 +234,7 @@ void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                     const uint8_t *frame);
 void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                   const uint8_t *frame);
-bool qhca_read_run(QhcaCore *c, QhcaQp *qp);
+bool qhca_resp_drain(QhcaCore *c, QhcaQp *qp, unsigned *budget);
+void qhca_resp_stop(QhcaQp *qp);
 
 #endif

@@ -140,8 +140,25 @@ void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
 
     qhca_roce_finish(c->txbuf, flen);
     c->stat_tx_frames++;
+    c->run_tx_frames++;
+    c->run_tx_bytes += flen;
     trace_qhca_tx_pkt(h->dest_qp, h->opcode, h->psn, len);
     c->ops->tx(c->opaque, c->txbuf, flen);
+}
+
+/*
+ * Frames this run of the bottom half may still send (all QPs together):
+ * one event, whatever the guest or the wire asked for, sends at most
+ * QHCA_RUN_TX_FRAMES frames or QHCA_RUN_TX_BYTES bytes; the rest waits for
+ * the next run.
+ */
+unsigned qhca_tx_room(QhcaCore *c)
+{
+    if (c->run_tx_frames >= QHCA_RUN_TX_FRAMES ||
+        c->run_tx_bytes >= QHCA_RUN_TX_BYTES) {
+        return 0;
+    }
+    return QHCA_RUN_TX_FRAMES - c->run_tx_frames;
 }
 
 void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
@@ -223,6 +240,25 @@ void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp)
     qp->eng->deadline = t ? c->ops->now_ns(c->opaque) + t : -1;
 }
 
+/*
+ * An RC packet belongs to @qp only if it comes from the QP's path: from the
+ * destination GID and to the source GID the QP was connected with (as
+ * Soft-RoCE checks).  The UDP source port is not compared: RoCEv2 uses it
+ * for entropy.
+ */
+bool qhca_qp_from_path(QhcaCore *c, const QhcaQp *qp, const QhcaRoceHdr *h)
+{
+    uint8_t sgid = qp->attr.sgid_index;
+    uint32_t src, dst;
+
+    if (!(qp->attr_set & QHCA_QP_ATTR_AV) || sgid >= QHCA_GID_TABLE_LEN ||
+        !c->gid[sgid].valid || !gid_ipv4(c->gid[sgid].gid, &dst) ||
+        !gid_ipv4(qp->attr.dgid, &src)) {
+        return false;
+    }
+    return h->src_ip == src && h->dst_ip == dst;
+}
+
 static bool our_ip(QhcaCore *c, uint32_t ip)
 {
     unsigned i;
@@ -284,6 +320,11 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         trace_qhca_rx_drop(len, "RC packet for a UD QP");
         return;
     }
+    if (!qhca_qp_from_path(c, qp, &pkt.hdr)) {
+        c->stat_rx_dropped++;
+        trace_qhca_err_rx_path(qp->qpn, pkt.hdr.src_ip, pkt.hdr.dst_ip);
+        return;
+    }
     if (pkt.op->flags & QHCA_ROCE_OPF_RESPONSE) {
         qhca_comp_recv(c, qp, &pkt, frame);
     } else {
@@ -296,15 +337,26 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
  * QP life cycle, doorbells, the run loop and the timer
  */
 
+/* Host memory of a QP's engine state, in the budget's 8-byte units */
+uint32_t qhca_qp_engine_units(uint32_t sq_log_depth)
+{
+    return DIV_ROUND_UP(sizeof(QhcaQpEngine) +
+                        ((uint64_t)sizeof(QhcaWqeState) << sq_log_depth), 8);
+}
+
+/* The caller has checked that qhca_qp_engine_units() fit in the budget */
 void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp)
 {
     qp->eng = g_new0(QhcaQpEngine, 1);
     qp->eng->wqe = g_new0(QhcaWqeState, 1u << qp->sq.log_depth);
     qp->eng->deadline = -1;
+    qp->eng->units = qhca_qp_engine_units(qp->sq.log_depth);
+    c->pages_used += qp->eng->units;
 }
 
 void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
 {
+    c->pages_used -= qp->eng->units;
     g_free(qp->eng->wqe);
     g_free(qp->eng);
     qp->eng = NULL;
@@ -319,10 +371,12 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
     if (to == QHCA_QPS_RESET) {
         /* Software starts over at index 0 after a reset */
         QhcaWqeState *wqe = e->wqe;
+        uint32_t units = e->units;
 
         memset(wqe, 0, sizeof(*wqe) << qp->sq.log_depth);
         memset(e, 0, sizeof(*e));
         e->wqe = wqe;
+        e->units = units;
         e->deadline = -1;
         qp->sq.pi = qp->sq.ci = 0;
         qp->rq.pi = qp->rq.ci = 0;
@@ -344,12 +398,7 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         e->drained_notified = false;
     }
     if (to == QHCA_QPS_ERR && from != QHCA_QPS_ERR) {
-        unsigned i;
-
-        for (i = 0; i < ARRAY_SIZE(e->res); i++) {
-            e->res[i].sending = false;
-        }
-        e->replay.sending = false;
+        qhca_resp_stop(qp);
         e->deadline = -1;
         if (qp->srqn != QHCA_NO_SRQ) {
             qhca_post_async(c, QHCA_EQE_LAST_WQE_REACHED, qp->qpn);
@@ -366,6 +415,7 @@ bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp)
 void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
 {
     QhcaRing *r = sq ? &qp->sq : &qp->rq;
+    uint16_t old = sq ? qp->eng->sq_pi : qp->eng->rq_pi;
 
     if (!sq && qp->srqn != QHCA_NO_SRQ) {
         qhca_guest_ub(c, "RQ doorbell for a QP with an SRQ", qp->qpn);
@@ -373,6 +423,11 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
     }
     if ((uint16_t)(pi - r->ci) > (1u << r->log_depth)) {
         qhca_guest_ub(c, "QP doorbell: more WQEs than entries", pi);
+        return;
+    }
+    /* posted WQEs cannot be taken back: the index only moves forward */
+    if ((uint16_t)(pi - r->ci) < (uint16_t)(old - r->ci)) {
+        qhca_guest_ub(c, "QP doorbell: producer index moved backwards", pi);
         return;
     }
     if (sq) {
@@ -384,8 +439,13 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
 }
 
 /* Complete every posted WQE of @r with WR_FLUSH_ERR */
-static void flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
-                       bool sq)
+/*
+ * Complete up to *budget posted WQEs of @r with WR_FLUSH_ERR; true if some
+ * remain for the next run (false also when the CQ is full: its consumer
+ * index doorbell schedules a run)
+ */
+static bool flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
+                       bool sq, unsigned *budget)
 {
     while (r->ci != pi) {
         struct qhca_cqe cqe = { 0 };
@@ -411,60 +471,85 @@ static void flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
         }
         cqe.qpn = cpu_to_le32(qp->qpn);
         cqe.wqe_index = cpu_to_le16(r->ci);
-        if (!qhca_post_cqe(c, sq ? qp->send_cqn : qp->recv_cqn, &cqe)) {
-            return;
+        if (!*budget) {
+            return true;
         }
+        if (!qhca_post_cqe(c, sq ? qp->send_cqn : qp->recv_cqn, &cqe)) {
+            return false;
+        }
+        (*budget)--;
         r->ci++;
     }
+    return false;
 }
 
-static void qp_flush(QhcaCore *c, QhcaQp *qp, bool rq)
+/* Flush the SQ (and the RQ if @rq), a bounded number of WQEs per run */
+static bool qp_flush(QhcaCore *c, QhcaQp *qp, bool rq)
 {
     QhcaQpEngine *e = qp->eng;
+    unsigned budget = QHCA_TX_BUDGET;
+    bool more;
 
     /* WQEs already finished complete with their own status first */
     qhca_sq_complete(c, qp);
-    flush_ring(c, qp, &qp->sq, e->sq_pi, true);
+    more = flush_ring(c, qp, &qp->sq, e->sq_pi, true, &budget);
     e->req_idx = qp->sq.ci;
     e->req_off = 0;
     if (!rq) {
-        return;
+        return more;
     }
     if (e->have_recv) {
         qhca_recv_complete(c, qp, QHCA_CQE_WR_FLUSH_ERR, QHCA_CQE_OP_RECV,
                            0, 0, 0, 0);
     }
     if (qp->srqn == QHCA_NO_SRQ) {
-        flush_ring(c, qp, &qp->rq, e->rq_pi, false);
+        more |= flush_ring(c, qp, &qp->rq, e->rq_pi, false, &budget);
     }
+    return more;
 }
 
+/*
+ * One run of the bottom half over every QP.  Work is bounded per QP and, by
+ * qhca_tx_room(), for all QPs together; the QP the scan starts at rotates so
+ * that a run cut short by the budget does not always favour the same QPs.
+ * Returns true only when work is left that can progress now; a QP that
+ * waits for an ACK, the window or a timer is woken by those.
+ */
 bool qhca_qp_engine_run(QhcaCore *c)
 {
+    const uint32_t nqp = QHCA_MAX_QP - 1;       /* QPNs 1 .. QHCA_MAX_QP-1 */
     bool more = false;
-    uint32_t i;
+    uint32_t n;
 
-    for (i = 1; i < QHCA_MAX_QP; i++) {
-        QhcaQp *qp = qhca_core_qp(c, i);
+    c->run_cursor = (c->run_cursor + 1) % nqp;
+    for (n = 0; n < nqp; n++) {
+        QhcaQp *qp = qhca_core_qp(c, 1 + (c->run_cursor + n) % nqp);
         QhcaQpEngine *e;
+        unsigned budget;
 
         if (!qp) {
             continue;
         }
+        if (!qhca_tx_room(c)) {
+            more = true;
+            break;
+        }
         e = qp->eng;
         switch (qp->attr.qp_state) {
         case QHCA_QPS_ERR:
-            qp_flush(c, qp, true);
+            more |= qp_flush(c, qp, true);
             continue;
         case QHCA_QPS_SQE:
-            qp_flush(c, qp, false);
+            more |= qp_flush(c, qp, false);
             continue;
         case QHCA_QPS_RTR:
-            more |= qhca_read_run(c, qp);
+            budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
+            more |= qhca_resp_drain(c, qp, &budget);
             break;
         case QHCA_QPS_RTS:
         case QHCA_QPS_SQD:
-            more |= qhca_read_run(c, qp);
+            budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
+            more |= qhca_resp_drain(c, qp, &budget);
             qhca_req_run(c, qp, &more);
             qhca_sq_complete(c, qp);
             if (qp->attr.qp_state == QHCA_QPS_SQD && !e->drained_notified &&

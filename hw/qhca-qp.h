@@ -12,6 +12,7 @@
 
 #include "qhca-core.h"
 
+uint32_t qhca_qp_engine_units(uint32_t sq_log_depth);
 void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp);
 void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp);
 void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,

@@ -108,12 +108,79 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     return 0;
 }
 
+/* FNV-1a, 64 bits: enough to tell a WQE rewritten in guest memory */
+static uint64_t fnv1a(uint64_t h, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    while (len--) {
+        h = (h ^ *p++) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/*
+ * The fingerprint of a checked WQE: its header, its SGEs or inline data.
+ * 0 if the inline data cannot be read.
+ */
+static uint64_t wqe_fingerprint(QhcaCore *c, const struct qhca_send_wqe *w,
+                                uint64_t addr, const struct qhca_sge *sge)
+{
+    uint64_t h = fnv1a(0xcbf29ce484222325ULL, w, sizeof(*w));
+
+    if (w->flags & QHCA_WQE_INLINE) {
+        uint8_t data[QHCA_MAX_INLINE];
+        uint32_t il = le32_to_cpu(w->inline_len);
+
+        if (il > sizeof(data) ||
+            !c->ops->dma_read(c->opaque, addr + QHCA_SEND_WQE_HDR_SIZE,
+                              data, il)) {
+            return 0;
+        }
+        return fnv1a(h, data, il) | 1;
+    }
+    return fnv1a(h, sge, w->num_sge * sizeof(*sge)) | 1;
+}
+
+/*
+ * Read and check WQE @idx again for a later packet or a retransmission:
+ * it must be the WQE that was started (software may not touch a WQE the
+ * device owns), so that the device never leaves the original message.
+ * Returns 0 or a CQE status.
+ */
+int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
+                    uint16_t idx, struct qhca_send_wqe *w, uint64_t *addr,
+                    struct qhca_sge *sge, uint64_t *len)
+{
+    int status;
+
+    if (!qhca_wqe_read(c, qp, idx, w, addr)) {
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    status = qhca_wqe_check(c, qp, w, *addr, sge, len);
+    if (status) {
+        return status;
+    }
+    if (wqe_fingerprint(c, w, *addr, sge) != st->fingerprint ||
+        *len != st->byte_len || w->opcode != st->opcode) {
+        qhca_guest_error(c, "WQE changed while the device owned it", idx);
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    return 0;
+}
+
 /* Gather @n bytes at @off of the WQE's data into the frame at @dst */
 static int gather(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
                   uint64_t addr, const struct qhca_sge *sge, uint64_t off,
                   uint8_t *dst, uint32_t n)
 {
     if (w->flags & QHCA_WQE_INLINE) {
+        uint32_t il = le32_to_cpu(w->inline_len);
+
+        /* never outside the inline data the WQE was checked with */
+        if (off > il || n > il - off) {
+            return SGE_LEN;
+        }
         return c->ops->dma_read(c->opaque, addr + QHCA_SEND_WQE_HDR_SIZE + off,
                                 dst, n) ? SGE_OK : SGE_PROT;
     }
@@ -199,26 +266,40 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     return QHCA_CQE_SUCCESS;
 }
 
+/* What sending (more of) a WQE came to */
+enum {
+    SEND_DONE,                  /* every packet of it is sent */
+    SEND_WAIT,                  /* the window is full: an ACK or timer wakes */
+    SEND_BUDGET,                /* this run's budget is spent: run again */
+    SEND_FAILED,                /* the WQE failed (qhca_wqe_done) */
+};
+
 /*
  * A READ is asked for in pieces of half a window, each a READ request of
  * its own for its share of the WQE's PSNs, so that the answers in flight
- * stay within the window
+ * stay within the window.  The pieces are fixed from the WQE's first PSN
+ * on: asked again from the middle of one (after a loss), the request ends
+ * where that piece ends, so that it is a duplicate of exactly one request
+ * the responder executed (and tracks), never partly a new one.
  */
-static bool rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
-                         QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
-                         unsigned *budget)
+static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                        QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
+                        unsigned *budget)
 {
     QhcaQpEngine *e = qp->eng;
     uint32_t mtu = qp_mtu(qp);
     uint64_t chunk_max = (uint64_t)MAX(1, qp_window(qp) / 2) * mtu;
 
     do {
-        uint64_t n = MIN(len - e->req_off, chunk_max);
+        uint64_t n = MIN(len - e->req_off, chunk_max - e->req_off % chunk_max);
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
 
-        if (psn_diff(end, e->acked) > qp_window(qp) || !*budget) {
-            return false;
+        if (psn_diff(end, e->acked) > qp_window(qp)) {
+            return SEND_WAIT;
+        }
+        if (!*budget) {
+            return SEND_BUDGET;
         }
         h->opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
         h->psn = psn;
@@ -233,12 +314,12 @@ static bool rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             qhca_qp_arm_timer(c, qp);
         }
     } while (e->req_off < len);
-    return true;
+    return SEND_DONE;
 }
 
-static bool rc_send_atomic(QhcaCore *c, QhcaQp *qp,
-                           const struct qhca_send_wqe *w, QhcaWqeState *st,
-                           QhcaRoceHdr *h, unsigned *budget)
+static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
+                          const struct qhca_send_wqe *w, QhcaWqeState *st,
+                          QhcaRoceHdr *h, unsigned *budget)
 {
     QhcaQpEngine *e = qp->eng;
 
@@ -259,14 +340,14 @@ static bool rc_send_atomic(QhcaCore *c, QhcaQp *qp,
     if (e->deadline < 0) {
         qhca_qp_arm_timer(c, qp);
     }
-    return true;
+    return SEND_DONE;
 }
 
 /* SEND and RDMA WRITE: one packet per MTU, from req_off on */
-static bool rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
-                         uint64_t addr, const struct qhca_sge *sge,
-                         QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
-                         unsigned *budget)
+static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                        uint64_t addr, const struct qhca_sge *sge,
+                        QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
+                        unsigned *budget)
 {
     QhcaQpEngine *e = qp->eng;
     uint32_t mtu = qp_mtu(qp);
@@ -278,8 +359,11 @@ static bool rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(psn, e->acked) > qp_window(qp) || !*budget) {
-            return false;
+        if (psn_diff(psn, e->acked) > qp_window(qp)) {
+            return SEND_WAIT;
+        }
+        if (!*budget) {
+            return SEND_BUDGET;
         }
         memset(&h->reth, 0, sizeof(h->reth));
         h->opcode = rc_opcode(w->opcode, first, last);
@@ -300,13 +384,13 @@ static bool rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         off = qhca_frame_start(c, h, n);
         if (off < 0) {
             qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
-            return false;
+            return SEND_FAILED;
         }
         if (gather(c, qp, w, addr, sge, e->req_off, c->txbuf + off, n) !=
             SGE_OK) {
             /* Only the packets before this one reached the wire */
             qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_PROT_ERR);
-            return false;
+            return SEND_FAILED;
         }
         qhca_frame_send(c, h, n);
         e->req_off += n;
@@ -315,13 +399,13 @@ static bool rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             qhca_qp_arm_timer(c, qp);
         }
     } while (e->req_off < len);
-    return true;
+    return SEND_DONE;
 }
 
-/* Send the packets of the RC WQE at req_idx; false if it must wait */
-static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
-                        uint64_t addr, const struct qhca_sge *sge,
-                        uint64_t len, unsigned *budget)
+/* Send the packets of the RC WQE at req_idx (from req_off on) */
+static int rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                       uint64_t addr, const struct qhca_sge *sge,
+                       uint64_t len, unsigned *budget)
 {
     QhcaQpEngine *e = qp->eng;
     QhcaWqeState *st = &e->wqe[e->req_idx & sq_mask(qp)];
@@ -329,7 +413,7 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 
     if (!qhca_rc_addr(c, qp, &h)) {
         qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
-        return false;
+        return SEND_FAILED;
     }
     if (w->opcode == QHCA_WQE_RDMA_READ) {
         return rc_send_read(c, qp, w, st, &h, len, budget);
@@ -342,7 +426,8 @@ static bool rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 
 /* Start WQE @w at req_idx: its state, and for RC its PSNs */
 static void req_start(QhcaQp *qp, QhcaWqeState *st,
-                      const struct qhca_send_wqe *w, uint64_t len)
+                      const struct qhca_send_wqe *w, uint64_t len,
+                      uint64_t fingerprint)
 {
     QhcaQpEngine *e = qp->eng;
 
@@ -351,6 +436,7 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
     st->opcode = w->opcode;
     st->signaled = w->flags & QHCA_WQE_SIGNALED;
     st->byte_len = len;
+    st->fingerprint = fingerprint;
     if (qp_is_rc(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
         w->opcode != QHCA_WQE_REG_MR) {
         uint32_t npsn = 1;
@@ -369,10 +455,53 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
     }
 }
 
+/*
+ * Fetch and check the WQE at req_idx the first time: 0 with the WQE started,
+ * -1 if it must wait (fence, READ/atomic limit), or a CQE status.
+ */
+static int req_fetch_new(QhcaCore *c, QhcaQp *qp, QhcaWqeState *st,
+                         struct qhca_send_wqe *w, uint64_t *addr,
+                         struct qhca_sge *sge, uint64_t *len)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint64_t fp;
+    int status;
+
+    if (!qhca_wqe_read(c, qp, e->req_idx, w, addr)) {
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w->opcode, w->flags,
+                         w->num_sge, e->req_off);
+    st->opcode = w->opcode;
+    st->signaled = true;        /* an error always completes */
+    status = qhca_wqe_check(c, qp, w, *addr, sge, len);
+    if (status) {
+        return status;
+    }
+    fp = wqe_fingerprint(c, w, *addr, sge);
+    if (!fp) {
+        return QHCA_CQE_LOC_QP_OP_ERR;
+    }
+    if (((w->flags & QHCA_WQE_FENCE) && e->rd_outstanding) ||
+        (is_rd_atomic(w->opcode) && qp_is_rc(qp) &&
+         e->rd_outstanding >= MAX(1, qp->attr.max_rd_atomic))) {
+        st->opcode = 0;
+        st->signaled = false;
+        return -1;
+    }
+    req_start(qp, st, w, *len, fp);
+    return 0;
+}
+
+/*
+ * The requester: start and send WQEs from req_idx on, within the window
+ * and a budget of packets.  *more is set only when the budget ran out with
+ * work left: a full window waits for an ACK or the timer, never spins.
+ */
 void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more)
 {
     QhcaQpEngine *e = qp->eng;
-    unsigned budget = QHCA_TX_BUDGET;
+    unsigned budget = MIN(QHCA_TX_BUDGET, qhca_tx_room(c));
     uint8_t state = qp->attr.qp_state;
 
     if (e->rnr_wait) {
@@ -396,36 +525,21 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more)
                                        st->state == WQE_STARTED)) {
             return;
         }
-        if (!qhca_wqe_read(c, qp, e->req_idx, &w, &addr)) {
-            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
-            e->req_idx++;
-            return;
-        }
-        trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
-                             w.num_sge, e->req_off);
-        status = qhca_wqe_check(c, qp, &w, addr, sge, &len);
-        if (status) {
-            if (st->state == WQE_FREE) {
-                st->opcode = w.opcode;
-                st->signaled = true;
-            }
-            qhca_wqe_done(qp, e->req_idx, status);
-            e->req_idx++;
-            return;
-        }
         if (st->state == WQE_FREE) {
-            if ((w.flags & QHCA_WQE_FENCE) && e->rd_outstanding) {
+            status = req_fetch_new(c, qp, st, &w, &addr, sge, &len);
+            if (status < 0) {
                 return;
             }
-            if (is_rd_atomic(w.opcode) && qp_is_rc(qp) &&
-                e->rd_outstanding >= MAX(1, qp->attr.max_rd_atomic)) {
+            if (status) {
+                qhca_wqe_done(qp, e->req_idx, status);
+                e->req_idx++;
                 return;
             }
-            req_start(qp, st, &w, len);
             if (w.opcode == QHCA_WQE_LOCAL_INV ||
                 w.opcode == QHCA_WQE_REG_MR) {
                 qhca_wqe_done(qp, e->req_idx, local_op(c, qp, &w));
                 e->req_idx++;
+                budget--;
                 continue;
             }
             if (!qp_is_rc(qp)) {
@@ -435,21 +549,36 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more)
                 budget--;
                 continue;
             }
-        }
-        if (!rc_send_wqe(c, qp, &w, addr, sge, len, &budget)) {
-            if (st->state == WQE_DONE) {
+        } else {
+            status = qhca_wqe_reread(c, qp, st, e->req_idx, &w, &addr, sge,
+                                     &len);
+            if (status) {
+                qhca_wqe_done(qp, e->req_idx, status);
                 e->req_idx++;
                 e->req_off = 0;
-            } else {
-                *more = true;
+                return;
             }
-            break;
+            trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
+                                 w.num_sge, e->req_off);
         }
-        st->sent_once = true;
-        e->req_idx++;
-        e->req_off = 0;
-        if (e->deadline < 0) {
-            qhca_qp_arm_timer(c, qp);
+        switch (rc_send_wqe(c, qp, &w, addr, sge, len, &budget)) {
+        case SEND_DONE:
+            st->sent_once = true;
+            e->req_idx++;
+            e->req_off = 0;
+            if (e->deadline < 0) {
+                qhca_qp_arm_timer(c, qp);
+            }
+            continue;
+        case SEND_FAILED:
+            e->req_idx++;
+            e->req_off = 0;
+            return;
+        case SEND_BUDGET:
+            *more = true;
+            return;
+        default:                /* SEND_WAIT */
+            return;
         }
     }
     if (e->req_idx != e->sq_pi && budget == 0) {

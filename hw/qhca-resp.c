@@ -62,11 +62,16 @@ static bool take_recv(QhcaCore *c, QhcaQp *qp)
     max = MIN(QHCA_MAX_SGE, ((1u << r->log_stride) - QHCA_RECV_WQE_HDR_SIZE) /
                             sizeof(struct qhca_sge));
     if (!qhca_ring_entry_addr(r, r->ci, &addr) ||
-        !c->ops->dma_read(c->opaque, addr, &w, sizeof(w)) ||
-        w.num_sge > max ||
-        !c->ops->dma_read(c->opaque, addr + QHCA_RECV_WQE_HDR_SIZE,
-                          e->recv_sge, w.num_sge * sizeof(struct qhca_sge))) {
+        !c->ops->dma_read(c->opaque, addr, &w, sizeof(w))) {
+        qhca_guest_error(c, "receive WQE: cannot be read", r->ci);
+        e->recv_error = true;
+    } else if (w.num_sge > max ||
+               !c->ops->dma_read(c->opaque, addr + QHCA_RECV_WQE_HDR_SIZE,
+                                 e->recv_sge,
+                                 w.num_sge * sizeof(struct qhca_sge))) {
+        /* its error completion still names it */
         qhca_guest_error(c, "receive WQE: bad num_sge", r->ci);
+        e->recv_wr_id = le64_to_cpu(w.wr_id);
         e->recv_error = true;
     } else {
         e->recv_wr_id = le64_to_cpu(w.wr_id);
@@ -119,116 +124,6 @@ static void resp_error(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t nak,
     qhca_qp_to_err(c, qp);
 }
 
-/*
- * Send up to @budget response packets of READ resource @r; the memory is
- * checked again for each packet (the MR may have gone meanwhile).  Returns
- * true when the READ is answered completely.
- */
-static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
-                         unsigned budget)
-{
-    uint32_t mtu = qp_mtu(qp);
-
-    while (r->sending && budget--) {
-        QhcaRoceHdr h = { 0 };
-        uint32_t i = r->next;
-        uint32_t n = r->len ? MIN(mtu, r->len - i * mtu) : 0;
-        uint64_t va = r->va + (uint64_t)i * mtu;
-        const QhcaMr *mr = NULL;
-        int off;
-
-        if (n) {
-            mr = qhca_mr_check(c, r->rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
-                               va, n);
-        }
-        if ((n && !mr) || !qhca_rc_addr(c, qp, &h)) {
-            r->sending = false;
-            resp_error(c, qp, psn_add(r->psn, i), QHCA_ROCE_NAK_REMOTE_ACCESS,
-                       QHCA_EQE_QP_ACCESS_ERR);
-            return true;
-        }
-        h.opcode = r->npkt == 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
-                   i == 0 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
-                   i == r->npkt - 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
-                                      QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-        h.psn = psn_add(r->psn, i);
-        h.aeth.syndrome = QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID;
-        h.aeth.msn = qp->eng->msn & QHCA_ROCE_MSN_MASK;
-        off = qhca_frame_start(c, &h, n);
-        if (off < 0 || (n && !qhca_mr_rw(c, mr, va, c->txbuf + off, n,
-                                         false))) {
-            r->sending = false;
-            resp_error(c, qp, h.psn, QHCA_ROCE_NAK_REMOTE_OP,
-                       QHCA_EQE_QP_FATAL);
-            return true;
-        }
-        qhca_frame_send(c, &h, n);
-        if (++r->next == r->npkt) {
-            r->sending = false;
-        }
-    }
-    return !r->sending;
-}
-
-static void read_start(QhcaQp *qp, QhcaRdRes *r, const QhcaRoceHdr *h)
-{
-    r->valid = true;
-    r->atomic = false;
-    r->psn = h->psn;
-    r->rkey = h->reth.rkey;
-    r->va = h->reth.va;
-    r->len = h->reth.dma_len;
-    r->next = 0;
-    r->npkt = MAX(1, DIV_ROUND_UP(h->reth.dma_len, qp_mtu(qp)));
-    r->sending = true;
-}
-
-/*
- * Responses go out in PSN order: before the responder answers anything
- * newer, the READ responses still pending are sent in full.
- */
-static void read_flush(QhcaCore *c, QhcaQp *qp)
-{
-    QhcaQpEngine *e = qp->eng;
-    unsigned i, n = ARRAY_SIZE(e->res);
-
-    /* the oldest first: resources are used round-robin from res_next */
-    for (i = 0; i < n; i++) {
-        QhcaRdRes *r = &e->res[(e->res_next + i) % n];
-
-        if (r->sending) {
-            read_respond(c, qp, r, UINT_MAX);
-        }
-    }
-    if (e->replay.sending) {
-        read_respond(c, qp, &e->replay, UINT_MAX);
-    }
-}
-
-/* From the run loop: a burst of each pending READ; true if more remain */
-bool qhca_read_run(QhcaCore *c, QhcaQp *qp)
-{
-    QhcaQpEngine *e = qp->eng;
-    unsigned i, n = ARRAY_SIZE(e->res);
-    bool done = true;
-
-    for (i = 0; i < n; i++) {
-        QhcaRdRes *r = &e->res[(e->res_next + i) % n];
-
-        if (r->sending) {
-            done = read_respond(c, qp, r, QHCA_READ_BURST);
-            break;
-        }
-    }
-    if (done && e->replay.sending) {
-        done = read_respond(c, qp, &e->replay, QHCA_READ_BURST);
-    }
-    for (i = 0; i < n; i++) {
-        done &= !e->res[i].sending;
-    }
-    return !done || e->replay.sending;
-}
-
 static void send_atomic_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
                             uint64_t orig)
 {
@@ -243,6 +138,183 @@ static void send_atomic_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
     h.aeth.msn = qp->eng->msn & QHCA_ROCE_MSN_MASK;
     h.atomic_ack_orig = orig;
     qhca_send_simple(c, &h, NULL, 0);
+}
+
+/*
+ * The response queue (see QhcaRespQEntry)
+ */
+
+static QhcaRespQEntry *respq_at(QhcaQpEngine *e, unsigned i)
+{
+    return &e->respq[(e->respq_head + i) % QHCA_RESPQ_LEN];
+}
+
+static void respq_push(QhcaCore *c, QhcaQp *qp, QhcaRespQEntry ent)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaRespQEntry *tail = e->respq_count ?
+                           respq_at(e, e->respq_count - 1) : NULL;
+
+    /* a later ACK or NAK says all an earlier one said */
+    if (ent.kind == RESPQ_ACK && tail && tail->kind == RESPQ_ACK) {
+        *tail = ent;
+        return;
+    }
+    if (e->respq_count == QHCA_RESPQ_LEN) {
+        /* cannot happen within the resource rules; never overrun */
+        qhca_guest_error(c, "responder: response queue full", qp->qpn);
+        return;
+    }
+    *respq_at(e, e->respq_count++) = ent;
+    qp_schedule(c);
+}
+
+/* ACK or NAK @psn: now if nothing is waiting, else behind what waits */
+static void resp_queue_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
+                           uint8_t syndrome)
+{
+    if (!qp->eng->respq_count) {
+        send_ack(c, qp, psn, syndrome);
+        return;
+    }
+    respq_push(c, qp, (QhcaRespQEntry) {
+        .kind = RESPQ_ACK, .psn = psn, .syndrome = syndrome,
+    });
+}
+
+/* The answer to the atomic of resource @r, in order */
+static void resp_queue_atomic(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    if (!e->respq_count) {
+        send_atomic_ack(c, qp, r->psn, r->orig);
+        return;
+    }
+    if (!r->queued) {
+        r->queued = true;
+        respq_push(c, qp, (QhcaRespQEntry) {
+            .kind = RESPQ_ATOMIC, .res = r - e->res,
+        });
+    }
+}
+
+/* The responses of READ resource @r from packet @from on, in order */
+static void resp_queue_read(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
+                            uint32_t from)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    r->next = from;
+    if (!r->queued) {
+        r->queued = true;
+        respq_push(c, qp, (QhcaRespQEntry) {
+            .kind = RESPQ_READ, .res = r - e->res,
+        });
+    }
+    qp_schedule(c);
+}
+
+/* The QP went to ERR: nothing more is sent */
+void qhca_resp_stop(QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(e->res); i++) {
+        e->res[i].queued = false;
+    }
+    e->respq_head = 0;
+    e->respq_count = 0;
+}
+
+/*
+ * Send up to *budget response packets of READ resource @r; the memory is
+ * checked again for each packet (the MR may have gone meanwhile).  Returns
+ * true when the READ is answered completely or failed.
+ */
+static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
+                         unsigned *budget)
+{
+    uint32_t mtu = qp_mtu(qp);
+
+    while (r->next < r->npkt && *budget) {
+        QhcaRoceHdr h = { 0 };
+        uint32_t i = r->next;
+        uint64_t done = (uint64_t)i * mtu;
+        uint32_t n = r->len > done ? MIN(mtu, r->len - done) : 0;
+        uint64_t va = r->va + done;
+        const QhcaMr *mr = NULL;
+        int off;
+
+        if (n) {
+            mr = qhca_mr_check(c, r->rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
+                               va, n);
+        }
+        if ((n && !mr) || !qhca_rc_addr(c, qp, &h)) {
+            resp_error(c, qp, psn_add(r->psn, i), QHCA_ROCE_NAK_REMOTE_ACCESS,
+                       QHCA_EQE_QP_ACCESS_ERR);
+            return true;
+        }
+        h.opcode = r->npkt == 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+                   i == 0 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+                   i == r->npkt - 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+                                      QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+        h.psn = psn_add(r->psn, i);
+        h.aeth.syndrome = QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID;
+        h.aeth.msn = qp->eng->msn & QHCA_ROCE_MSN_MASK;
+        off = qhca_frame_start(c, &h, n);
+        if (off < 0 || (n && !qhca_mr_rw(c, mr, va, c->txbuf + off, n,
+                                         false))) {
+            resp_error(c, qp, h.psn, QHCA_ROCE_NAK_REMOTE_OP,
+                       QHCA_EQE_QP_FATAL);
+            return true;
+        }
+        qhca_frame_send(c, &h, n);
+        r->next++;
+        (*budget)--;
+    }
+    return r->next >= r->npkt;
+}
+
+/*
+ * From the run loop: send what waits in the response queue, in order, up
+ * to *budget packets.  True if some is left for the next run.
+ */
+bool qhca_resp_drain(QhcaCore *c, QhcaQp *qp, unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    while (e->respq_count && *budget &&
+           qp->attr.qp_state != QHCA_QPS_ERR) {
+        QhcaRespQEntry *ent = respq_at(e, 0);
+        QhcaRdRes *r = &e->res[ent->res % QHCA_MAX_RD_ATOMIC];
+
+        switch (ent->kind) {
+        case RESPQ_READ:
+            if (!read_respond(c, qp, r, budget)) {
+                return true;
+            }
+            break;
+        case RESPQ_ATOMIC:
+            send_atomic_ack(c, qp, r->psn, r->orig);
+            (*budget)--;
+            break;
+        default:
+            send_ack(c, qp, ent->psn, ent->syndrome);
+            (*budget)--;
+            break;
+        }
+        if (qp->attr.qp_state == QHCA_QPS_ERR) {
+            break;              /* resp_error() emptied the queue */
+        }
+        if (ent->kind != RESPQ_ACK) {
+            r->queued = false;
+        }
+        e->respq_head = (e->respq_head + 1) % QHCA_RESPQ_LEN;
+        e->respq_count--;
+    }
+    return e->respq_count && qp->attr.qp_state != QHCA_QPS_ERR;
 }
 
 /* Check an RETH/AtomicETH target; NULL (after the NAK) if not allowed */
@@ -264,69 +336,89 @@ static const QhcaMr *resp_target(QhcaCore *c, QhcaQp *qp, uint32_t psn,
     return mr;
 }
 
+/* Response packets of a READ of @len bytes (64-bit: len may be hostile) */
+static uint32_t read_npkt(const QhcaQp *qp, uint64_t len)
+{
+    return MAX(1, DIV_ROUND_UP(len, qp_mtu(qp)));
+}
+
+/*
+ * A request already executed came again.  A duplicate READ or atomic is
+ * answered only from the responder resource that tracked it (IBA
+ * 9.7.5.1.x): a PSN no resource holds is dropped, and a replay never
+ * reaches beyond what was asked for the first time.
+ */
 static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 {
     QhcaQpEngine *e = qp->eng;
     const QhcaRoceHdr *h = &pkt->hdr;
-    unsigned i;
+    unsigned i, n = ARRAY_SIZE(e->res);
+    bool found = false;
 
     if (pkt->op->flags & QHCA_ROCE_OPF_READ) {
-        /*
-         * Replay: read the memory again, at the PSNs of this request (the
-         * requester may ask again from the middle of a READ), but only as
-         * far as was asked for before: PSNs from epsn on are new requests
-         */
-        QhcaRoceHdr rh = pkt->hdr;
-        uint64_t room = (uint64_t)psn_diff(e->epsn, rh.psn) * qp_mtu(qp);
+        /* PSNs of the request, up to the last one executed */
+        uint32_t span = read_npkt(qp, MIN(h->reth.dma_len,
+                                          QHCA_MAX_MSG_BYTES)) - 1;
+        uint32_t last = psn_diff(psn_add(h->psn, span), e->epsn) < 0 ?
+                        psn_add(h->psn, span) : psn_add(e->epsn, -1);
 
-        rh.reth.dma_len = MIN(rh.reth.dma_len, room);
-        if (!(le32_to_cpu(qp->attr.access_flags) & QHCA_ACCESS_REMOTE_READ) ||
-            (rh.reth.dma_len &&
-             !qhca_mr_check(c, rh.reth.rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
-                            rh.reth.va, rh.reth.dma_len))) {
-            return;
+        /* oldest first: in PSN order */
+        for (i = 0; i < n; i++) {
+            QhcaRdRes *r = &e->res[(e->res_next + i) % n];
+            uint32_t r_last = psn_add(r->psn, r->npkt - 1);
+
+            if (!r->valid || r->atomic ||
+                psn_diff(h->psn, r_last) > 0 || psn_diff(last, r->psn) < 0) {
+                continue;
+            }
+            found = true;
+            resp_queue_read(c, qp, r, psn_diff(h->psn, r->psn) > 0 ?
+                            psn_diff(h->psn, r->psn) : 0);
         }
-        for (i = 0; i < ARRAY_SIZE(e->res); i++) {
-            QhcaRdRes *r = &e->res[i];
-
-            /* asked again while still answering: start that one over */
-            if (r->sending && !r->atomic &&
-                psn_diff(rh.psn, r->psn) >= 0 &&
-                psn_diff(rh.psn, psn_add(r->psn, r->npkt - 1)) <= 0) {
-                read_start(qp, r, &rh);
-                qp_schedule(c);
+        if (!found) {
+            trace_qhca_rx_drop(pkt->frame_len,
+                               "duplicate READ no resource tracked");
+        }
+        return;
+    }
+    if (pkt->op->flags & QHCA_ROCE_OPF_ATOMIC) {
+        for (i = 0; i < n; i++) {
+            if (e->res[i].valid && e->res[i].atomic &&
+                e->res[i].psn == h->psn) {
+                resp_queue_atomic(c, qp, &e->res[i]);
                 return;
             }
         }
-        read_flush(c, qp);
-        read_start(qp, &e->replay, &rh);
-        qp_schedule(c);
-        return;
-    }
-    read_flush(c, qp);
-    if (pkt->op->flags & QHCA_ROCE_OPF_ATOMIC) {
-        for (i = 0; i < ARRAY_SIZE(e->res); i++) {
-            if (e->res[i].valid && e->res[i].atomic &&
-                e->res[i].psn == h->psn) {
-                send_atomic_ack(c, qp, h->psn, e->res[i].orig);
-            }
-        }
+        trace_qhca_rx_drop(pkt->frame_len,
+                           "duplicate atomic no resource tracked");
         return;
     }
     /* SEND or WRITE seen before: acknowledge everything we have */
-    send_ack(c, qp, psn_add(e->epsn, -1),
-             QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID);
+    resp_queue_ack(c, qp, psn_add(e->epsn, -1),
+                   QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID);
 }
 
-static QhcaRdRes *res_alloc(QhcaQp *qp, uint32_t psn, bool atomic)
+/*
+ * The next responder resource for a READ or atomic at @psn, or NULL (after
+ * the NAK) if the oldest is still being answered: the requester has more
+ * READs and atomics outstanding than max_dest_rd_atomic allows.
+ */
+static QhcaRdRes *res_alloc(QhcaCore *c, QhcaQp *qp, uint32_t psn,
+                            bool atomic)
 {
     QhcaQpEngine *e = qp->eng;
-    unsigned n = MAX(1, qp->attr.max_dest_rd_atomic);
+    unsigned n = MIN(MAX(1, qp->attr.max_dest_rd_atomic), QHCA_MAX_RD_ATOMIC);
     QhcaRdRes *r = &e->res[e->res_next % n];
 
-    /* responses are sent in order: the oldest is finished by now */
-    assert(!r->sending);
+    if (r->queued) {
+        qhca_guest_error(c, "responder: more READs/atomics than "
+                         "max_dest_rd_atomic", qp->qpn);
+        resp_error(c, qp, psn, QHCA_ROCE_NAK_INVALID_REQ,
+                   QHCA_EQE_QP_REQ_ERR);
+        return NULL;
+    }
     e->res_next = (e->res_next + 1) % n;
+    memset(r, 0, sizeof(*r));
     r->valid = true;
     r->atomic = atomic;
     r->psn = psn;
@@ -368,11 +460,10 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     int32_t d = psn_diff(h->psn, e->epsn);
 
     if (d > 0) {
-        read_flush(c, qp);
         if (!e->nak_sent) {
             e->nak_sent = true;
-            send_ack(c, qp, e->epsn,
-                     QHCA_ROCE_AETH_NAK | QHCA_ROCE_NAK_PSN_SEQ_ERR);
+            resp_queue_ack(c, qp, e->epsn,
+                           QHCA_ROCE_AETH_NAK | QHCA_ROCE_NAK_PSN_SEQ_ERR);
         }
         trace_qhca_rx_drop(pkt->frame_len, "PSN ahead: sequence NAK");
         return false;
@@ -406,14 +497,36 @@ static bool resp_check_opseq(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     return ok;
 }
 
+/*
+ * Lengths: no packet carries more than the path MTU, and no RETH asks for
+ * more than the largest message (IBA 9.7.5.1.x: an invalid request)
+ */
+static bool resp_check_length(QhcaCore *c, QhcaQp *qp,
+                              const QhcaRocePkt *pkt)
+{
+    uint32_t f = pkt->op->flags;
+
+    if (pkt->payload_len > qp_mtu(qp) ||
+        ((f & QHCA_ROCE_OPF_FIRST) && (f & (QHCA_ROCE_OPF_WRITE |
+                                             QHCA_ROCE_OPF_READ)) &&
+         pkt->hdr.reth.dma_len > QHCA_MAX_MSG_BYTES)) {
+        trace_qhca_err_rx_length(qp->qpn, pkt->hdr.psn, pkt->payload_len,
+                                 pkt->hdr.reth.dma_len);
+        resp_error(c, qp, pkt->hdr.psn, QHCA_ROCE_NAK_INVALID_REQ,
+                   QHCA_EQE_QP_REQ_ERR);
+        return false;
+    }
+    return true;
+}
+
 /* A receive WQE for a SEND or WRITE with immediate; RNR NAK if none */
 static bool resp_need_recv(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     if (qp->eng->have_recv || take_recv(c, qp)) {
         return true;
     }
-    send_ack(c, qp, psn, QHCA_ROCE_AETH_RNR_NAK |
-             (qp->attr.min_rnr_timer & QHCA_ROCE_AETH_VALUE_MASK));
+    resp_queue_ack(c, qp, psn, QHCA_ROCE_AETH_RNR_NAK |
+                   (qp->attr.min_rnr_timer & QHCA_ROCE_AETH_VALUE_MASK));
     trace_qhca_rnr(qp->qpn, psn);
     return false;
 }
@@ -435,8 +548,8 @@ static bool resp_exec_send(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     int r;
 
     if ((f & QHCA_ROCE_OPF_FIRST) && !take_recv(c, qp)) {
-        send_ack(c, qp, h->psn, QHCA_ROCE_AETH_RNR_NAK |
-                 (qp->attr.min_rnr_timer & QHCA_ROCE_AETH_VALUE_MASK));
+        resp_queue_ack(c, qp, h->psn, QHCA_ROCE_AETH_RNR_NAK |
+                       (qp->attr.min_rnr_timer & QHCA_ROCE_AETH_VALUE_MASK));
         trace_qhca_rnr(qp->qpn, h->psn);
         return false;
     }
@@ -511,8 +624,18 @@ static bool resp_exec_write(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                    QHCA_EQE_QP_REQ_ERR);
         return false;
     }
-    if ((f & QHCA_ROCE_OPF_IMM) && !resp_need_recv(c, qp, h->psn)) {
-        return false;
+    if (f & QHCA_ROCE_OPF_IMM) {
+        if (!resp_need_recv(c, qp, h->psn)) {
+            return false;
+        }
+        if (e->recv_error) {
+            /* the receive WQE it consumes is malformed */
+            qhca_recv_complete(c, qp, QHCA_CQE_LOC_QP_OP_ERR,
+                               QHCA_CQE_OP_RECV_RDMA_WITH_IMM, 0, 0, 0, 0);
+            resp_error(c, qp, h->psn, QHCA_ROCE_NAK_REMOTE_OP,
+                       QHCA_EQE_QP_FATAL);
+            return false;
+        }
     }
     if (pkt->payload_len) {
         const QhcaMr *mr = resp_target(c, qp, h->psn, e->wr_rkey,
@@ -549,17 +672,24 @@ static void resp_exec_read(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 {
     QhcaQpEngine *e = qp->eng;
     const QhcaRoceHdr *h = &pkt->hdr;
+    QhcaRdRes *r;
 
     if (h->reth.dma_len &&
         !resp_target(c, qp, h->psn, h->reth.rkey, h->reth.va,
                      h->reth.dma_len, QHCA_ACCESS_REMOTE_READ)) {
         return;
     }
-    read_start(qp, res_alloc(qp, h->psn, false), h);
+    r = res_alloc(c, qp, h->psn, false);
+    if (!r) {
+        return;
+    }
+    r->rkey = h->reth.rkey;
+    r->va = h->reth.va;
+    r->len = h->reth.dma_len;
+    r->npkt = read_npkt(qp, h->reth.dma_len);
     e->msn++;
-    e->epsn = psn_add(e->epsn, MAX(1, DIV_ROUND_UP(h->reth.dma_len,
-                                                   qp_mtu(qp))));
-    qp_schedule(c);
+    e->epsn = psn_add(e->epsn, r->npkt);
+    resp_queue_read(c, qp, r, 0);
 }
 
 static void resp_exec_atomic(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
@@ -567,6 +697,7 @@ static void resp_exec_atomic(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     QhcaQpEngine *e = qp->eng;
     const QhcaRoceHdr *h = &pkt->hdr;
     const QhcaMr *mr;
+    QhcaRdRes *r;
     uint64_t orig, val;
 
     if (h->atomic.va & 7) {
@@ -577,6 +708,11 @@ static void resp_exec_atomic(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     mr = resp_target(c, qp, h->psn, h->atomic.rkey, h->atomic.va, 8,
                      QHCA_ACCESS_REMOTE_ATOMIC);
     if (!mr) {
+        return;
+    }
+    /* the resource first: an atomic it cannot track is not executed */
+    r = res_alloc(c, qp, h->psn, true);
+    if (!r) {
         return;
     }
     if (!qhca_mr_rw(c, mr, h->atomic.va, &orig, 8, false)) {
@@ -594,11 +730,11 @@ static void resp_exec_atomic(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
         resp_error(c, qp, h->psn, QHCA_ROCE_NAK_REMOTE_OP, QHCA_EQE_QP_FATAL);
         return;
     }
-    res_alloc(qp, h->psn, true)->orig = orig;
+    r->orig = orig;
     trace_qhca_atomic_exec(qp->qpn, h->psn, h->atomic.va, orig);
     e->msn++;
     e->epsn = psn_add(e->epsn, 1);
-    send_atomic_ack(c, qp, h->psn, orig);
+    resp_queue_atomic(c, qp, r);
 }
 
 /* A SEND or WRITE packet was executed: the next PSN, and an ACK if asked */
@@ -606,8 +742,8 @@ static void resp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
 {
     qp->eng->epsn = psn_add(qp->eng->epsn, 1);
     if (h->ack_req) {
-        send_ack(c, qp, h->psn,
-                 QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID);
+        resp_queue_ack(c, qp, h->psn,
+                       QHCA_ROCE_AETH_ACK | QHCA_ROCE_AETH_CREDIT_INVALID);
     }
 }
 
@@ -617,12 +753,8 @@ void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
 {
     uint32_t f = pkt->op->flags;
 
-    if (!resp_check_state(c, qp, pkt) || !resp_check_psn(c, qp, pkt)) {
-        return;
-    }
-    /* responses go out in PSN order: the pending READ answers first */
-    read_flush(c, qp);
-    if (!resp_check_opseq(c, qp, pkt)) {
+    if (!resp_check_state(c, qp, pkt) || !resp_check_psn(c, qp, pkt) ||
+        !resp_check_opseq(c, qp, pkt) || !resp_check_length(c, qp, pkt)) {
         return;
     }
     if (f & QHCA_ROCE_OPF_SEND) {

@@ -20,6 +20,7 @@
 #include "qapi/error.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
+#include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
@@ -46,12 +47,54 @@ struct QhcaState {
     QhcaCore core;
 };
 
+/*
+ * Does [addr, addr + len) touch one of the device's own BARs?  A guest can
+ * aim a ring, a page list or an MSI-X message there, so that the device
+ * would write its own registers (CTRL.RESET among them) while the engine
+ * holds objects.  QEMU's re-entrancy guard blocks such an access while the
+ * device is in MMIO, its bottom half or its receive callback; this check
+ * refuses it everywhere and counts it as a guest error.  (Addresses are
+ * bus addresses: behind an IOMMU they are not compared with the BARs, and
+ * QEMU's guard is what remains.)
+ */
+static bool qhca_hits_own_bar(QhcaState *s, uint64_t addr, uint64_t len)
+{
+    static const int bars[] = { QHCA_REG_BAR, QHCA_DB_BAR, QHCA_MSIX_BAR };
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint64_t last;
+    int i;
+
+    if (!len) {
+        return false;
+    }
+    if (addr + (len - 1) < addr) {
+        return true;                    /* wraps: never a valid access */
+    }
+    last = addr + (len - 1);
+    for (i = 0; i < ARRAY_SIZE(bars); i++) {
+        pcibus_t base = pci_get_bar_addr(pdev, bars[i]);
+        pcibus_t size = pdev->io_regions[bars[i]].size;
+
+        if (base != PCI_BAR_UNMAPPED && size &&
+            addr <= base + (size - 1) && base <= last) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool qhca_dma_read(void *opaque, uint64_t addr, void *buf,
                           uint64_t len)
 {
     QhcaState *s = opaque;
 
     trace_qhca_dma_read(addr, len);
+    if (qhca_hits_own_bar(s, addr, len)) {
+        trace_qhca_err_dma_own_bar(addr, len);
+        qhca_guest_error(&s->core, "DMA read from the device's own BARs",
+                         addr);
+        return false;
+    }
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
 }
 
@@ -61,16 +104,35 @@ static bool qhca_dma_write(void *opaque, uint64_t addr, const void *buf,
     QhcaState *s = opaque;
 
     trace_qhca_dma_write(addr, len);
+    if (qhca_hits_own_bar(s, addr, len)) {
+        trace_qhca_err_dma_own_bar(addr, len);
+        qhca_guest_error(&s->core, "DMA write to the device's own BARs",
+                         addr);
+        return false;
+    }
     return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
 }
 
 static void qhca_irq(void *opaque, unsigned vector)
 {
-    PCIDevice *pdev = PCI_DEVICE(opaque);
+    QhcaState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
 
-    if (msix_enabled(pdev)) {
-        msix_notify(pdev, vector);
+    if (!msix_enabled(pdev) || vector >= QHCA_MSIX_VECTORS) {
+        return;
     }
+    if (!msix_is_masked(pdev, vector)) {
+        MSIMessage msg = msix_get_message(pdev, vector);
+
+        if (qhca_hits_own_bar(s, msg.address, 4)) {
+            trace_qhca_err_msix_own_bar(vector, msg.address);
+            qhca_guest_error(&s->core,
+                             "MSI-X message aimed at the device's own BARs",
+                             msg.address);
+            return;
+        }
+    }
+    msix_notify(pdev, vector);
 }
 
 static void qhca_tx(void *opaque, const uint8_t *frame, size_t len)
@@ -137,6 +199,7 @@ static void qhca_bh(void *opaque)
     qhca_core_run(&s->core);
 }
 
+/* Not re-entrancy guarded: qhca_core_timer() only schedules the bottom half */
 static void qhca_timer_cb(void *opaque)
 {
     QhcaState *s = opaque;
