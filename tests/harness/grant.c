@@ -132,12 +132,11 @@ static void set_apply(HxGrants *g, const PageSet *s, int delta)
     }
 }
 
+/* Sets are freed when emptied: an input leaves nothing allocated behind */
 static void set_revoke(HxGrants *g, PageSet *s)
 {
     set_apply(g, s, -1);
-    if (s->pages) {
-        g_array_set_size(s->pages, 0);
-    }
+    set_free(s);
 }
 
 /*
@@ -205,31 +204,17 @@ void hx_grants_clear(HxDev *d)
 
     for (k = 0; k < GK_COUNT; k++) {
         for (i = 0; i < gk_max[k]; i++) {
-            if (g->obj[k][i].pages && g->obj[k][i].pages->len) {
-                g_array_set_size(g->obj[k][i].pages, 0);
-            }
+            set_free(&g->obj[k][i]);
         }
     }
     for (i = 0; i < g->live_qps->len; i++) {
-        SqInfo *sq = &g->sq[g_array_index(g->live_qps, uint32_t, i)];
-
-        if (sq->pages.pages) {
-            g_array_set_size(sq->pages.pages, 0);
-        }
+        set_free(&g->sq[g_array_index(g->live_qps, uint32_t, i)].pages);
     }
     g_array_set_size(g->live_qps, 0);
-    if (g->regs.pages) {
-        g_array_set_size(g->regs.pages, 0);
-    }
-    if (g->cmd.pages) {
-        g_array_set_size(g->cmd.pages, 0);
-    }
-    if (g->pending.pages) {
-        g_array_set_size(g->pending.pages, 0);
-    }
-    if (g->pending_sq.pages) {
-        g_array_set_size(g->pending_sq.pages, 0);
-    }
+    set_free(&g->regs);
+    set_free(&g->cmd);
+    set_free(&g->pending);
+    set_free(&g->pending_sq);
     g->cmd_valid = false;
     memset(g->count, 0, sizeof(g->count));
 }
@@ -263,8 +248,8 @@ void hx_grants_regs(HxDev *d)
 
     build_begin(g);
     for (i = 0; i < 3; i++) {
-        build_range(g, d->sh_base[i],
-                    (uint64_t)esize[i] << MIN(d->sh_log[i], 16));
+        build_range(g, d->lat_base[i],
+                    (uint64_t)esize[i] << MIN(d->lat_log[i], 16));
     }
     build_end(g, &g->regs, true);
 }
@@ -334,10 +319,8 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
     unsigned i;
 
     set_revoke(g, &g->cmd);
-    set_init(&g->pending);
-    g_array_set_size(g->pending.pages, 0);
-    set_init(&g->pending_sq);
-    g_array_set_size(g->pending_sq.pages, 0);
+    set_free(&g->pending);
+    set_free(&g->pending_sq);
     g->cmd_copy = *c;
     g->cmd_valid = true;
 
@@ -438,9 +421,7 @@ static void forget_sq(HxGrants *g, uint32_t qpn)
 {
     unsigned i;
 
-    if (g->sq[qpn].pages.pages) {
-        g_array_set_size(g->sq[qpn].pages.pages, 0);
-    }
+    set_free(&g->sq[qpn].pages);
     for (i = 0; i < g->live_qps->len; i++) {
         if (g_array_index(g->live_qps, uint32_t, i) == qpn) {
             g_array_remove_index_fast(g->live_qps, i);
@@ -461,40 +442,44 @@ static void command_done(HxDev *d, const struct qhca_cmd_comp *comp)
     g->cmd_valid = false;
     set_revoke(g, &g->cmd);
     if (le16_to_cpu(comp->status) != QHCA_CMD_OK || kind < 0) {
-        return;
+        goto out;
+    }
+    if (!create) {
+        result = le32_to_cpu(g->cmd_copy.obj.handle);
     }
     if (kind == GK_MR) {
         result >>= QHCA_KEY_INDEX_SHIFT;
     }
-    if (!create) {
-        result = le32_to_cpu(g->cmd_copy.obj.handle);
-        if (kind == GK_MR) {
-            result >>= QHCA_KEY_INDEX_SHIFT;
-        }
-    }
     if (result >= gk_max[kind]) {
-        return;
+        goto out;
     }
     set_revoke(g, &g->obj[kind][result]);
     if (kind == GK_QP) {
         forget_sq(g, result);
     }
     if (!create) {
-        return;
+        goto out;
     }
     set_init(&g->obj[kind][result]);
-    g_array_append_vals(g->obj[kind][result].pages, g->pending.pages->data,
-                        g->pending.pages->len);
+    if (g->pending.pages) {
+        g_array_append_vals(g->obj[kind][result].pages,
+                            g->pending.pages->data, g->pending.pages->len);
+    }
     set_apply(g, &g->obj[kind][result], 1);
     if (kind == GK_QP) {
         SqInfo *sq = &g->sq[result];
 
         set_init(&sq->pages);
-        g_array_append_vals(sq->pages.pages, g->pending_sq.pages->data,
-                            g->pending_sq.pages->len);
+        if (g->pending_sq.pages) {
+            g_array_append_vals(sq->pages.pages, g->pending_sq.pages->data,
+                                g->pending_sq.pages->len);
+        }
         sq->stride_log = g->pending_sq_stride;
         g_array_append_val(g->live_qps, result);
     }
+out:
+    set_free(&g->pending);
+    set_free(&g->pending_sq);
 }
 
 /* Is @addr the start of a send WQE slot of some QP? */
@@ -506,7 +491,7 @@ static bool sq_slot(HxGrants *g, uint64_t addr)
     for (i = 0; i < g->live_qps->len; i++) {
         SqInfo *sq = &g->sq[g_array_index(g->live_qps, uint32_t, i)];
 
-        if (sq->stride_log < 6 || sq->stride_log > 12 ||
+        if (!sq->pages.pages || sq->stride_log < 6 || sq->stride_log > 12 ||
             (addr & ((1u << sq->stride_log) - 1))) {
             continue;
         }
@@ -541,7 +526,7 @@ static void reg_mr_wqe(HxDev *d, const struct qhca_send_wqe *w)
 
 static uint64_t ring_bytes(HxDev *d, int i, uint32_t esize)
 {
-    return (uint64_t)esize << MIN(d->sh_log[i], 16);
+    return (uint64_t)esize << MIN(d->lat_log[i], 16);
 }
 
 void hx_grants_dma_read(HxDev *d, uint64_t addr, const void *buf,
@@ -549,8 +534,8 @@ void hx_grants_dma_read(HxDev *d, uint64_t addr, const void *buf,
 {
     HxGrants *g = d->grants;
 
-    if (len == QHCA_CMD_SIZE && addr >= d->sh_base[0] &&
-        addr - d->sh_base[0] < ring_bytes(d, 0, QHCA_CMD_SIZE)) {
+    if (len == QHCA_CMD_SIZE && addr >= d->lat_base[0] &&
+        addr - d->lat_base[0] < ring_bytes(d, 0, QHCA_CMD_SIZE)) {
         struct qhca_cmd c;
 
         memcpy(&c, buf, sizeof(c));
@@ -570,7 +555,7 @@ void hx_grants_dma_write(HxDev *d, uint64_t addr, const void *buf,
                          uint64_t len)
 {
     HxGrants *g = d->grants;
-    uint64_t base = d->sh_base[1];
+    uint64_t base = d->lat_base[1];
     uint64_t owner = offsetof(struct qhca_cmd_comp, owner);
     uint64_t e;
     struct qhca_cmd_comp comp;

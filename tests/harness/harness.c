@@ -174,6 +174,8 @@ static void after_reset(HxDev *d)
     hx_grants_clear(d);
     memset(d->sh_base, 0, sizeof(d->sh_base));
     memset(d->sh_log, 0, sizeof(d->sh_log));
+    memset(d->lat_base, 0, sizeof(d->lat_base));
+    memset(d->lat_log, 0, sizeof(d->lat_log));
     d->drv.up = false;
 }
 
@@ -186,7 +188,11 @@ void hx_mmio_write(HxDev *d, uint32_t off, uint32_t val)
     enter(d);
     regs_written(d, off, val);
     if (off == QHCA_REG_CTRL && (val & QHCA_CTRL_ENABLE) &&
-        !(val & QHCA_CTRL_RESET)) {
+        !(val & QHCA_CTRL_RESET) &&
+        !(qhca_core_reg_read(&d->core, QHCA_REG_CTRL) & QHCA_CTRL_ENABLE)) {
+        /* the device takes its queue registers now */
+        memcpy(d->lat_base, d->sh_base, sizeof(d->lat_base));
+        memcpy(d->lat_log, d->sh_log, sizeof(d->lat_log));
         hx_grants_regs(d);
     }
     qhca_core_reg_write(&d->core, off, val);
@@ -669,6 +675,10 @@ void hx_settle(HxPair *p, int64_t max_ns, unsigned max_steps)
         if (t < 0 || t > end) {
             break;
         }
+        if (p->time_limit && t > p->time_limit) {
+            p->stopped = true;
+            break;
+        }
         p->now = MAX(p->now, t);
     }
 }
@@ -688,7 +698,15 @@ void hx_advance(HxPair *p, int64_t ns)
         if (t < 0 || t > end) {
             break;
         }
+        if (p->time_limit && t > p->time_limit) {
+            p->stopped = true;
+            return;
+        }
         p->now = MAX(p->now, t);
+    }
+    if (p->time_limit && end > p->time_limit) {
+        p->stopped = true;
+        return;
     }
     p->now = MAX(p->now, end);
     hx_pump(p, 64);
@@ -739,6 +757,7 @@ void hx_pair_cleanup(HxPair *p)
 
     for (i = 0; i < 2; i++) {
         qhca_core_cleanup(&p->dev[i].core);
+        hx_grants_clear(&p->dev[i]);
         g_free(p->held[i]);
         p->held[i] = NULL;
     }

@@ -165,9 +165,14 @@ struct HxDev {
     uint64_t inputs;            /* MMIO, frames delivered, timer firings */
     unsigned idle_runs;
 
-    /* shadow of the queue registers the guest wrote */
+    /*
+     * The queue registers (CMDQ, CMDCQ, AEQ) as the guest wrote them, and
+     * as they were when the guest last enabled the device
+     */
     uint64_t sh_base[3];
     uint32_t sh_log[3];
+    uint64_t lat_base[3];
+    uint32_t lat_log[3];
 
     HxDrv drv;
 };
@@ -203,6 +208,7 @@ struct HxPair {
     uint32_t last_psn[2][1024]; /* last PSN device i sent to a QP number */
     uint64_t steps;             /* hx_step() calls */
     uint64_t step_limit;        /* 0: none */
+    int64_t time_limit;         /* virtual ns; 0: none */
     bool stopped;               /* a limit was hit: stop doing things */
     unsigned findings[HX_FIND_COUNT];
 };
