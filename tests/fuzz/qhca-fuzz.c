@@ -13,11 +13,11 @@
  * ------------
  * A sequence of operations, run until the input ends, or 8000 iterations
  * of the main loop or 500 ms of virtual time have passed.  Each is a tag
- * byte, whose value modulo FZ_OP_COUNT picks the operation, and then the operation's fixed-size
- * arguments (the packed Fz* structures below, little-endian), and for some
- * a variable part whose length is one of the arguments (cut short at the
- * end of the input).  An input that ends inside the fixed part of an
- * operation ends before it.  Selectors:
+ * byte, whose value modulo FZ_OP_COUNT picks the operation, and then the
+ * operation's fixed-size arguments (the packed Fz* structures below,
+ * little-endian), and for some a variable part whose length is one of the
+ * arguments (cut short at the end of the input).  An input that ends
+ * inside the fixed part of an operation ends before it.  Selectors:
  *
  *   dev     bit 0: device A (0) or B (1)
  *   qp      < 16: the driver's QP table of that device (0 RC with RQ, 1 RC
@@ -98,10 +98,8 @@
 #include "qemu/bswap.h"
 #include "harness.h"
 #include "qhca-roce.h"
+#include "fuzz-entry.h"
 #include <sanitizer/common_interface_defs.h>
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
     FZ_OP_PUMP,

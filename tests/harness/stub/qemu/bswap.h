@@ -11,7 +11,7 @@
 #ifndef QHCA_HARNESS_STUB_BSWAP_H
 #define QHCA_HARNESS_STUB_BSWAP_H
 
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#if G_BYTE_ORDER != G_LITTLE_ENDIAN
 #error "the host stubs assume a little-endian host"
 #endif
 
