@@ -105,6 +105,7 @@ A, B = 0, 1
 RC, RC_SRQ, UD = 0, 1, 2
 MS = 1
 MR_LEN = 4 << 20
+HX_REG_BAR = 0xfe000000     # tests/harness/harness.h: HX_REG_BAR_ADDR
 
 
 class Input:
@@ -499,6 +500,98 @@ def commands():
     return i.expect(B, RC, 0x61).expect(A, RC, 0x62)
 
 
+def pbl(addr=0, n=1, levels=1, shift=12):
+    return struct.pack('<QIBBH', addr, n, levels, shift, 0)
+
+
+def commands_bad():
+    """Commands with bad fields, handles and headers (qtest /qhca/cmd/bad,
+    pd-mr, eq-cq, qp-create-bad, srq-ah)."""
+    i = Input()
+
+    def cmd(op, payload=b'', fix=0, dev=A):
+        i.op('CMD', dev=dev, opcode=H[op] if isinstance(op, str) else op,
+             fix=fix, len=len(payload), var=payload)
+
+    cq_tail = bytes([6, 0, 0, 0]) + struct.pack('<III', 1, 0, 0)
+    for desc in (pbl(0x120001), pbl(0x120000, 1, 1, 11),
+                 pbl(0x120000, 1, 3), pbl(0x120000, 0),
+                 pbl(0x120000, 1, 1, 31), pbl(0x120000, 600, 1),
+                 pbl(0x120000, 300000, 2), pbl(0xdead0000000, 1),
+                 pbl(HX_REG_BAR, 1), pbl(0x120000, 2, 2)):
+        cmd('QHCA_CMD_CREATE_CQ', desc + cq_tail, fix=2)
+    cmd('QHCA_CMD_CREATE_EQ', pbl() + bytes([6, 0, 0, 0]) +
+        struct.pack('<I', 0), fix=1)
+    cmd('QHCA_CMD_CREATE_EQ', pbl() + bytes([6, 0, 0, 0]) +
+        struct.pack('<I', 16), fix=1)
+    cmd('QHCA_CMD_CREATE_EQ', pbl() + bytes([7, 0, 0, 0]) +
+        struct.pack('<I', 2), fix=1)
+    for max_pages in (0, 600, 16):
+        cmd('QHCA_CMD_ALLOC_MR', struct.pack('<IIII', 1, max_pages, 3, 0))
+    mr = struct.pack('<IIQQ', 1, 0x1f, 0x1000, 4096) + pbl() + \
+        struct.pack('<II', 0, 1)
+    cmd('QHCA_CMD_REG_MR', mr, fix=1)
+    mr = struct.pack('<IIQQ', 1, 0xf, 0xfffffffffffff000, 0x2000) + pbl() + \
+        struct.pack('<II', 0, 1)
+    cmd('QHCA_CMD_REG_MR', mr, fix=1)
+    mr = struct.pack('<IIQQ', 1, 0xf, 0x1000, 4096) + pbl(0, 1, 1, 40) + \
+        struct.pack('<II', 0, 0x100)
+    cmd('QHCA_CMD_REG_MR', mr, fix=1)
+    mr = struct.pack('<IIQQ', 1, 0xf, 0, 1 << 33) + bytes(16) + \
+        struct.pack('<II', H['QHCA_MR_PHYS'], 9)
+    cmd('QHCA_CMD_REG_MR', mr)
+    # GSI QPs: one only; a QP on an SRQ of another PD; bad geometry
+    qp = bytes([H['QHCA_QPT_GSI'], 4, 4, 7, 6, 1]) + struct.pack(
+        '<HIIIIII', 0, 1, 1, 1, 0xffffffff, 0, 0) + bytes(32)
+    cmd('QHCA_CMD_CREATE_QP', qp, fix=1)
+    cmd('QHCA_CMD_CREATE_QP', qp, fix=1)
+    for geo in ((4, 4, 5, 6), (4, 4, 12, 6), (13, 4, 7, 6), (4, 4, 6, 4)):
+        qp = bytes([H['QHCA_QPT_UD']] + list(geo) + [0]) + struct.pack(
+            '<HIIIIII', 0, 1, 1, 1, 0xffffffff, 0, 64) + bytes(32)
+        cmd('QHCA_CMD_CREATE_QP', qp, fix=1)
+    qp = bytes([H['QHCA_QPT_RC'], 4, 0, 7, 6, 0]) + struct.pack(
+        '<HIIIIII', 0, 1, 1, 1, 1, 0, 0) + bytes(32)
+    cmd('QHCA_CMD_CREATE_QP', qp, fix=1)
+    # modify with every kind of bad attribute
+    attr = bytearray(64)
+    attr[0] = H['QHCA_QPS_RTS']
+    for mask in (0x2, 0x1 | 0x100, 0x1 | 0x200, 0xffffffff, 0x1 | 0x80):
+        attr[1] = 5
+        attr[2] = 7
+        attr[3] = 40
+        attr[9] = 20
+        cmd('QHCA_CMD_MODIFY_QP', struct.pack('<II', 2, mask) + bytes(attr))
+    cmd('QHCA_CMD_MODIFY_QP', struct.pack('<II', 4, 0x1) + bytes(
+        [H['QHCA_QPS_SQD']]) + bytes(63))
+    cmd('QHCA_CMD_CREATE_SRQ', pbl() + struct.pack('<IIBBHI', 1, 0, 4, 6, 0,
+                                                   16), fix=1)
+    cmd('QHCA_CMD_MODIFY_SRQ', struct.pack('<II', 1, 64))
+    cmd('QHCA_CMD_CREATE_AH', struct.pack('<IBBBBI', 1, 16, 0, 0, 0, 1 << 20)
+        + bytes(24))
+    cmd('QHCA_CMD_ADD_GID', struct.pack('<II', 16, 0) + bytes(16))
+    cmd('QHCA_CMD_DEL_GID', struct.pack('<II', 5, 0) + bytes(16))
+    for op, handle in (('QHCA_CMD_DEREG_MR', 0x112), ('QHCA_CMD_DEREG_MR', 0),
+                       ('QHCA_CMD_DESTROY_CQ', 1), ('QHCA_CMD_DEALLOC_PD', 1),
+                       ('QHCA_CMD_DESTROY_SRQ', 1), ('QHCA_CMD_QUERY_QP', 999),
+                       ('QHCA_CMD_DESTROY_AH', 4096), ('QHCA_CMD_DESTROY_EQ',
+                                                      0)):
+        cmd(op, struct.pack('<II', handle, 0))
+    # bad headers: flags, a response across a page, where there is no RAM,
+    # on the command queue itself
+    for h in range(1, 8):
+        cmd('QHCA_CMD_QUERY_DEVICE', fix=h << 2)
+    cmd('QHCA_CMD_QUERY_QP', struct.pack('<II', 2, 0), fix=5 << 2)
+    # the fast-register MR deregistered (any variant), the MR itself
+    cmd('QHCA_CMD_DEREG_MR', struct.pack('<II', 0x2ff, 0), dev=B)
+    cmd('QHCA_CMD_DEREG_MR', struct.pack('<II', 0x111, 0), dev=B)
+    # B's MR is gone: A's WRITE into it fails
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x71, [sge(0, 64)], remote=0)
+    i.expect(A, RC, 0x71, 'QHCA_CQE_REM_ACCESS_ERR')
+    # and A still answers commands
+    cmd('QHCA_CMD_QUERY_PORT')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
 SEEDS = {
     'send-recv': send_recv,
     'srq': srq,
@@ -530,6 +623,7 @@ SEEDS = {
     'reset-mid-transfer': reset_mid_transfer,
     'msix-doorbell': msix_doorbell,
     'commands': commands,
+    'commands-bad': commands_bad,
 }
 
 

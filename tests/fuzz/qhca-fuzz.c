@@ -38,7 +38,12 @@
  *                  header; fix bit 0 allocates the memory its page lists
  *                  describe (from the geometry in the payload) and, for
  *                  CREATE_QP, enters the QP in the driver's table; fix bit 1
- *                  puts the driver's PD, CQ, EQ and SRQ numbers in it
+ *                  puts the driver's PD, CQ, EQ and SRQ numbers in it; fix
+ *                  bits 4:2 make the header bad: 1 flags set, 2 a response
+ *                  buffer crossing a page, 3 one where there is no RAM, 4 a
+ *                  response buffer of 0 bytes, 5 one on the command queue,
+ *                  6 flags and a response at 0 of any length, 7 one that
+ *                  ends past the end of RAM
  *    7 SEND        a send WQE on qp's SQ: opcode, flags, up to 3 SGEs into
  *                  the MR (offset, length, key), inline data (a pattern),
  *                  remote offset and rkey into the peer's MR, atomic
@@ -543,6 +548,28 @@ static void op_cmd(Fz *f)
             }
             break;
         }
+    }
+    if (a.fix & 0x1c) {
+        static const struct {
+            uint16_t flags;
+            uint64_t addr;
+            uint32_t len;
+        } hdrs[8] = {
+            { 0, HX_CTRL_BASE + 0x3000, 256 },
+            { 1, HX_CTRL_BASE + 0x3000, 256 },
+            { 0, HX_CTRL_BASE + 0x3000 + 4000, 256 },
+            { 0, 0xdead00000000ULL, 256 },
+            { 0, HX_CTRL_BASE + 0x3000, 0 },
+            { 0, HX_CTRL_BASE, 128 },
+            { 0x8000, 0, 0xffffffff },
+            { 0, HX_RAM_SIZE - 8, 64 },
+        };
+        unsigned h = (a.fix >> 2) & 7;
+
+        d->drv.hdr_override = true;
+        d->drv.hdr_flags = hdrs[h].flags;
+        d->drv.hdr_resp_addr = hdrs[h].addr;
+        d->drv.hdr_resp_len = hdrs[h].len;
     }
     st = hx_cmd(d, a.opcode, c.raw, sizeof(c.raw), &result);
     if (st == QHCA_CMD_OK && (a.fix & 1) && a.opcode == QHCA_CMD_CREATE_QP) {

@@ -133,6 +133,12 @@ int hx_cmd(HxDev *d, uint16_t opcode, const void *payload, size_t len,
     cmd.hdr.cookie = cpu_to_le32(++v->cookie);
     cmd.hdr.resp_addr = cpu_to_le64(RESP_ADDR);
     cmd.hdr.resp_len = cpu_to_le32(256);
+    if (v->hdr_override) {
+        v->hdr_override = false;
+        cmd.hdr.flags = cpu_to_le16(v->hdr_flags);
+        cmd.hdr.resp_addr = cpu_to_le64(v->hdr_resp_addr);
+        cmd.hdr.resp_len = cpu_to_le32(v->hdr_resp_len);
+    }
     if (len) {
         memcpy(cmd.raw, payload, len);
     }

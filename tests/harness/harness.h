@@ -122,6 +122,11 @@ typedef struct HxDrv {
     HxMr mr;                    /* 4 MiB, every access */
     uint32_t frmr_key;          /* fast-register MR (ALLOC_MR) */
     HxQp qp[HX_MAX_QPS];        /* 0: RC with RQ, 1: RC on the SRQ, 2: UD */
+    /* the next command's header fields, if set (then cleared) */
+    bool hdr_override;
+    uint16_t hdr_flags;
+    uint64_t hdr_resp_addr;
+    uint32_t hdr_resp_len;
     /* the last CQEs polled, for HX expectations */
     struct qhca_cqe cqe_log[HX_CQE_LOG];
     unsigned cqe_count;
