@@ -1,0 +1,540 @@
+"""Boot qhca guests with QEMU's own Python package (qemu.machine.QEMUMachine).
+
+The same guests as scripts/launch (same kernel command line, devices,
+networks and console protocol; see its --help), for host-side scripts
+written in Python: scripts/bench today, scripts/launch later.
+
+    from qhca_guests import GuestRun, guest_lock
+    with guest_lock():
+        run = GuestRun(n=2, run_script="scripts/guest/run-bench.sh",
+                       add=["scripts/guest/pair.sh"], directory=d)
+        run.run(on_line=callback)     # boots, watches, stops; True if all ok
+        run.outputs[2]                # guest 2's run script output
+
+Only the Python 3.11 standard library and QEMU's python/ directory (from
+the pinned QEMU source in build/src/qemu) are used.
+"""
+
+import contextlib
+import fcntl
+import gzip
+import io
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("QHCA_BUILD", os.path.join(TOP, "build"))
+QEMU_BIN = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+KERNEL = os.path.join(BUILD, "kernel", "vmlinuz")
+IMAGE = os.path.join(BUILD, "image", "initramfs.cpio.gz")
+QEMU_PYTHON = os.path.join(BUILD, "src", "qemu", "python")
+GUEST_LOCK = os.path.join(BUILD, ".guest-run.lock")
+KVM_PROBE = os.path.join(BUILD, "kvm-probe")
+
+
+def log(msg):
+    print(f"[{os.path.basename(sys.argv[0])}] {msg}", file=sys.stderr, flush=True)
+
+
+def _quiet_qmp_eof(unraisable):
+    """A guest that powers off closes QEMU's end of the QMP socket first;
+    qemu.qmp.legacy.QEMUMonitorProtocol.__del__ then tries to close the
+    session once more and prints the EOFError that QEMUMachine already
+    handled. Swallow exactly that one; everything else as usual."""
+    if (isinstance(unraisable.exc_value, EOFError)
+            and "QEMUMonitorProtocol.__del__" in repr(unraisable.object)):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def qemu_machine_class():
+    """QEMUMachine from the pinned QEMU source (build/src/qemu/python)."""
+    if not os.path.isdir(os.path.join(QEMU_PYTHON, "qemu", "machine")):
+        raise RuntimeError(f"{QEMU_PYTHON}/qemu/machine missing: run scripts/fetch qemu")
+    if QEMU_PYTHON not in sys.path:
+        sys.path.insert(0, QEMU_PYTHON)
+    from qemu.machine import QEMUMachine  # pylint: disable=import-outside-toplevel
+    sys.unraisablehook = _quiet_qmp_eof
+    return QEMUMachine
+
+
+@contextlib.contextmanager
+def guest_lock(path=GUEST_LOCK):
+    """Hold the machine-wide guest-run lock (one guest run at a time)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for {path} (another guest run holds it)")
+            t0 = time.time()
+            fcntl.flock(f, fcntl.LOCK_EX)
+            log(f"got {path} after {time.time() - t0:.0f} s")
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# --- run archives ----------------------------------------------------------
+
+def cpio_newc(entries):
+    """A newc cpio archive (bytes) of (name, mode, data) entries, owner 0:0."""
+    out = io.BytesIO()
+
+    def put(name, mode, data, ino):
+        nb = name.encode() + b"\0"
+        hdr = "070701" + "".join(f"{v:08x}" for v in (
+            ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nb), 0))
+        out.write(hdr.encode() + nb)
+        out.write(b"\0" * (-(110 + len(nb)) % 4))
+        out.write(data)
+        out.write(b"\0" * (-len(data) % 4))
+    for ino, (name, mode, data) in enumerate(entries, 1):
+        put(name, mode, data, ino)
+    put("TRAILER!!!", 0, b"", 0)
+    return out.getvalue()
+
+
+def run_archive(run_script=None, add=()):
+    """gzip'd cpio with /qhca/run.sh and the added files (as scripts/launch)."""
+    entries = [("qhca", 0o40755, b"")]
+    files = {}
+    if run_script:
+        with open(run_script, "rb") as f:
+            files["run.sh"] = (0o100755, f.read())
+    for p in add:
+        with open(p, "rb") as f:
+            files[os.path.basename(p)] = (0o100000 | (os.stat(p).st_mode & 0o777), f.read())
+    for name in sorted(files):
+        entries.append((f"qhca/{name}", *files[name]))
+    return gzip.compress(cpio_newc(entries), mtime=0)
+
+
+# --- host CPU accounting ------------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """{tid: (name, cpu seconds)} for every thread of process PID."""
+    res = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return res
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as f:
+                s = f.read()
+        except OSError:
+            continue
+        name = s[s.index("(") + 1:s.rindex(")")]
+        fields = s[s.rindex(")") + 2:].split()
+        # fields[11], [12]: utime, stime (fields 14 and 15 of stat)
+        res[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return res
+
+
+def qemu_cpu(pid):
+    """CPU seconds of a QEMU process: {'main': main-loop thread, 'vcpu':
+    vCPU threads, 'other': the rest, 'total': all}."""
+    out = {"main": 0.0, "vcpu": 0.0, "other": 0.0}
+    for tid, (name, sec) in thread_cpu(pid).items():
+        if tid == pid:
+            out["main"] += sec
+        elif name.startswith("CPU "):
+            out["vcpu"] += sec
+        else:
+            out["other"] += sec
+    out["total"] = out["main"] + out["vcpu"] + out["other"]
+    return out
+
+
+# --- guests ---------------------------------------------------------------------
+
+def mac(i):
+    return f"52:54:00:71:48:{i:02x}"
+
+
+def guest_ip(i):
+    return f"198.18.0.{i}"
+
+
+def free_udp_ports(n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def kvm_usable():
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+def probe_state():
+    """'ok', 'fail' or 'unknown': scripts/launch's cached KVM probe."""
+    try:
+        with open(KVM_PROBE, encoding="utf-8") as f:
+            s, k = f.read().split()[:2]
+    except (OSError, ValueError):
+        return "unknown"
+    return s if k == os.uname().release else "unknown"
+
+
+def record_probe(state, reason):
+    with open(KVM_PROBE, "w", encoding="utf-8") as f:
+        f.write(f"{state} {os.uname().release} "
+                f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {reason}\n")
+
+
+def choose_accel(accel):
+    if accel == "tcg":
+        return "tcg"
+    if accel == "kvm":
+        if not kvm_usable():
+            raise RuntimeError("--accel kvm: /dev/kvm is not usable")
+        return "kvm"
+    return "kvm" if kvm_usable() and probe_state() != "fail" else "tcg"
+
+
+class GuestRun:
+    """N guests wired as scripts/launch wires them, each running a script.
+
+    n            number of guests
+    rxe          guest numbers (set) without a qhca device that use Soft-RoCE
+    one_segment  one Ethernet segment for every netdev (implied by rxe with
+                 qhca guests in the run)
+    run_script   /qhca/run.sh of every guest; runs {i: script} per guest
+    add          more files into every guest's /qhca/
+    timeout      limit of the run script (guest side, rc 124), and the
+                 guests are stopped at ready + timeout + 150 s
+    """
+
+    # pylint: disable=too-many-instance-attributes,too-many-arguments
+    def __init__(self, n=2, rxe=(), one_segment=False, run_script=None, runs=None,
+                 add=(), directory=None, timeout=600, ready_timeout=None,
+                 accel="auto", append="", mem=1024, image=IMAGE,
+                 qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False):
+        if not 1 <= n <= 200:
+            raise ValueError("n must be 1..200")
+        self.n = n
+        self.rxe = set(rxe)
+        self.no_qhca = no_qhca
+        self.one_segment = one_segment or (
+            bool(self.rxe) and not no_qhca and len(self.rxe) < n)
+        self.run_script = run_script
+        self.runs = runs or {}
+        self.add = list(add)
+        self.dir = os.path.abspath(directory or os.path.join(
+            BUILD, "runs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"))
+        self.timeout = timeout
+        self.ready_timeout = ready_timeout
+        self.accel_wanted = accel
+        self.accel = None
+        self.append = append
+        self.mem = mem
+        self.image = image
+        self.qemu_bin = qemu_bin
+        self.qemu_extra = list(qemu_extra)
+        self.capture = capture
+        self.netns = None
+        if n >= 3 or (n >= 2 and self.one_segment):
+            self.netns = f"qhca-{os.getpid()}"
+        self.ports = []
+        self.vms = {}
+        self.ready = {}
+        self.exited = {}
+        self.fail = {}
+        self.outputs = {}
+        self.status = {}
+        self._logpos = {}
+        self._logtail = {}
+        self._marks = {}
+        self._netns_made = False
+        self.t0 = 0.0
+        for p in [self.run_script, *self.runs.values(), *self.add, self.image,
+                  KERNEL, self.qemu_bin]:
+            if p and not os.path.exists(p):
+                raise FileNotFoundError(p)
+
+    # -- topology --
+    def has_qhca(self, i):
+        return not self.no_qhca and i not in self.rxe
+
+    def _netdev(self, net, i):
+        nid = f"{net}net"
+        if self.n == 1:
+            hub = 1 if net == "ip" or self.one_segment else 2
+            return f"hubport,id={nid},hubid={hub}"
+        if self.netns:
+            return f"tap,id={nid},ifname=q{i}{net},script=no,downscript=no"
+        base = 0 if net == "ip" else self.n
+        me, peer = self.ports[base + i - 1], self.ports[base + (3 - i) - 1]
+        return (f"dgram,id={nid},local.type=inet,local.host=127.0.0.1,"
+                f"local.port={me},remote.type=inet,remote.host=127.0.0.1,"
+                f"remote.port={peer}")
+
+    def _ip(self, *args, check=True):
+        return subprocess.run(["ip", *args], check=check, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+
+    def _start_networks(self):
+        if self.n == 2 and not self.netns:
+            self.ports = free_udp_ports(4)
+        if not self.netns:
+            return
+        if not shutil.which("ip"):
+            raise RuntimeError("no ip command (iproute2)")
+        self._ip("netns", "del", self.netns, check=False)
+        self._ip("netns", "add", self.netns)
+        self._netns_made = True
+        nsip = ["-n", self.netns]
+        for net in ("ip", "rdma"):
+            br = "br-ip" if net == "ip" or self.one_segment else "br-rdma"
+            if self._ip(*nsip, "link", "show", br, check=False).returncode != 0:
+                self._ip(*nsip, "link", "add", br, "type", "bridge", "ageing_time", "0",
+                         "stp_state", "0")
+                self._ip(*nsip, "link", "set", br, "mtu", "9000", "up")
+            for i in range(1, self.n + 1):
+                if net == "rdma" and not self.has_qhca(i):
+                    continue
+                tap = f"q{i}{net}"
+                self._ip(*nsip, "tuntap", "add", "dev", tap, "mode", "tap")
+                self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
+
+    def _stop_networks(self):
+        if self._netns_made:
+            self._ip("netns", "del", self.netns, check=False)
+            self._netns_made = False
+
+    # -- one guest --
+    def qemu_args(self, i, accel):
+        """QEMU's arguments for guest I (without QEMUMachine's own)."""
+        cpu = os.environ.get("QHCA_KVM_CPU", "host") if accel == "kvm" else "Westmere"
+        peers = ",".join(guest_ip(j) for j in range(1, self.n + 1) if j != i)
+        append = (f"console=ttyS0 quiet panic=-1 oops=panic qguest.id={i} qguest.n={self.n}"
+                  f" qguest.ip={guest_ip(i)}/24 qguest.run_timeout={self.timeout}")
+        if peers:
+            append += f" qguest.peers={peers}"
+        if not self.has_qhca(i):
+            append += " qguest.noqhca"
+        if i in self.rxe:
+            append += " qguest.rxe"
+        if self.append:
+            append += " " + self.append
+        args = ["-name", f"guest{i}", "-machine", "q35", "-accel", accel, "-cpu", cpu,
+                "-m", str(self.mem), "-smp", "1", "-nodefaults", "-no-reboot",
+                "-kernel", KERNEL, "-initrd", os.path.join(self.dir, f"guest{i}.initrd"),
+                "-append", append,
+                "-netdev", self._netdev("ip", i),
+                "-device", f"virtio-net-pci,netdev=ipnet,mac={mac(i)},romfile="]
+        if self.has_qhca(i):
+            args += ["-netdev", self._netdev("rdma", i),
+                     "-device", f"qhca,netdev=rdmanet,mac={mac(i)}"]
+        if self.capture and i == 1:
+            nd = "rdmanet" if self.has_qhca(1) else "ipnet"
+            args += ["-object", f"filter-dump,id=capture,netdev={nd},file={self.capture}"]
+        args += self.qemu_extra
+        args += ["-serial", f"file:{os.path.join(self.dir, f'guest{i}.log')}"]
+        return args
+
+    def _start_guest(self, i, accel):
+        machine_cls = qemu_machine_class()
+        initrd = os.path.join(self.dir, f"guest{i}.initrd")
+        with open(initrd, "wb") as out, open(self.image, "rb") as img:
+            shutil.copyfileobj(img, out)
+            out.write(run_archive(self.runs.get(i, self.run_script), self.add))
+        args = self.qemu_args(i, accel)
+        wrapper = ["ip", "netns", "exec", self.netns] if self.netns else []
+        with open(os.path.join(self.dir, f"guest{i}.cmdline"), "w", encoding="utf-8") as f:
+            f.write(" ".join(wrapper + [self.qemu_bin] + args) + "\n")
+        open(os.path.join(self.dir, f"guest{i}.log"), "wb").close()
+        vm = machine_cls(self.qemu_bin, args=args, wrapper=wrapper, name=f"guest{i}.qemu",
+                         log_dir=self.dir, base_temp_dir=self.dir)
+        vm.launch()
+        self.vms[i] = vm
+        self._logpos[i] = 0
+        self._logtail[i] = b""
+        self._marks[i] = set()
+
+    def pid(self, i):
+        vm = self.vms.get(i)
+        return vm.get_pid() if vm is not None and vm.is_running() else None
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def _read_log(self, i, on_line):
+        """New complete lines of guest I's console; markers are noted."""
+        path = os.path.join(self.dir, f"guest{i}.log")
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._logpos[i])
+                data = f.read()
+        except OSError:
+            return
+        self._logpos[i] += len(data)
+        buf = self._logtail[i] + data
+        lines = buf.split(b"\n")
+        self._logtail[i] = lines.pop()
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").replace("\r", "")
+            for m in ("QHCA-GUEST-READY", "QHCA-RUN-BEGIN", "QHCA-RUN-END",
+                      "QHCA-POWEROFF"):
+                if line.startswith(m):
+                    self._marks[i].add(m)
+            if on_line:
+                on_line(i, line)
+
+    def marker(self, i, m):
+        return m in self._marks.get(i, ())
+
+    def _stop_guests(self):
+        for i, vm in self.vms.items():
+            if i in self.exited:
+                continue
+            try:
+                if vm.is_running():
+                    vm.shutdown(hard=True)
+                else:
+                    vm.wait(timeout=10)
+            except Exception as e:  # pylint: disable=broad-except
+                log(f"guest{i}: stopping QEMU: {e}")
+            self.exited.setdefault(i, self.elapsed())
+
+    def _boot_and_watch(self, accel, on_line, on_tick):
+        """Returns 'kvm-failed' if KVM guests did not boot, else None."""
+        rt = self.ready_timeout or (20 if accel == "kvm" else 300)
+        self.t0 = time.monotonic()
+        self.vms, self.ready, self.exited, self.fail = {}, {}, {}, {}
+        self._start_networks()
+        try:
+            for i in range(1, self.n + 1):
+                self._start_guest(i, accel)
+            log(f"booting {self.n} guest(s) under {accel}: logs in {self.dir}")
+            deadline = None
+            while True:
+                time.sleep(0.25)
+                t = self.elapsed()
+                for i in range(1, self.n + 1):
+                    self._read_log(i, on_line)
+                    if i not in self.ready and self.marker(i, "QHCA-GUEST-READY"):
+                        self.ready[i] = t
+                        log(f"guest{i} ready after {t:.1f}s")
+                    if i not in self.exited and not self.vms[i].is_running():
+                        self.exited[i] = t
+                        self._read_log(i, on_line)
+                if on_tick:
+                    on_tick(self)
+                if accel == "kvm":
+                    for i in range(1, self.n + 1):
+                        if i not in self.ready and (i in self.exited or t > rt):
+                            self.kvm_failure = f"guest{i}: no ready marker after {t:.1f}s"
+                            return "kvm-failed"
+                running = [i for i in range(1, self.n + 1) if i not in self.exited]
+                if not running:
+                    break
+                dead = [i for i in self.exited if not self.marker(i, "QHCA-RUN-END")]
+                pending = [i for i in running if not self.marker(i, "QHCA-RUN-END")]
+                if dead and not pending:
+                    log("a guest died without reporting; the others have reported: stopping them")
+                    break
+                if len(self.ready) == self.n and deadline is None:
+                    deadline = t + self.timeout + 150
+                    if accel == "kvm" and self.accel_wanted == "auto" and probe_state() != "ok":
+                        record_probe("ok", f"guests reached the ready marker in {t:.1f}s")
+                if len(self.ready) < self.n and t > rt:
+                    for i in range(1, self.n + 1):
+                        if i not in self.ready:
+                            self.fail[i] = f"no ready marker after {rt}s"
+                    log(f"not every guest reached the ready marker in {rt}s: stopping")
+                    break
+                if deadline is not None and t > deadline:
+                    for i in running:
+                        self.fail[i] = f"timed out (killed after {t:.0f}s)"
+                    log(f"run timed out after {t:.0f}s: stopping the guests")
+                    break
+            return None
+        finally:
+            self._stop_guests()
+            self._stop_networks()
+
+    def run(self, on_line=None, on_tick=None):
+        """Boot, watch, stop; collect outputs and status. True if every guest
+        ran its script with exit code 0. on_line(i, line) gets every console
+        line as it comes; on_tick(run) is called about four times a second."""
+        os.makedirs(self.dir, exist_ok=True)
+        accel = choose_accel(self.accel_wanted)
+        r = self._boot_and_watch(accel, on_line, on_tick)
+        if r == "kvm-failed":
+            log(f"KVM guests did not boot ({self.kvm_failure})")
+            if self.accel_wanted != "auto":
+                raise RuntimeError(f"KVM guests did not boot ({self.kvm_failure})")
+            for i in range(1, self.n + 1):
+                for suffix in ("log", "qemu.log"):
+                    p = os.path.join(self.dir, f"guest{i}.{suffix}")
+                    if os.path.exists(p):
+                        os.replace(p, os.path.join(self.dir, f"guest{i}.kvm-failed.{suffix}"))
+            record_probe("fail", self.kvm_failure)
+            log(f"recorded in {KVM_PROBE}; redoing the run under TCG")
+            accel = "tcg"
+            self._boot_and_watch(accel, on_line, on_tick)
+        self.accel = accel
+        return self._results()
+
+    def _results(self):
+        ok = True
+        lines = [f"accel: {self.accel}"]
+        for i in range(1, self.n + 1):
+            path = os.path.join(self.dir, f"guest{i}.log")
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8", "replace").replace("\r", "")
+            out, grab, rc = [], False, None
+            for line in text.split("\n"):
+                if line.startswith("QHCA-OUTPUT-BEGIN"):
+                    grab, out = True, []
+                elif line.startswith("QHCA-OUTPUT-END"):
+                    grab = False
+                elif grab:
+                    out.append(line)
+                m = re.match(r"QHCA-RUN-END id=\d+ rc=(\d+)", line)
+                if m:
+                    rc = int(m.group(1))
+            self.outputs[i] = "\n".join(out) + ("\n" if out else "")
+            with open(os.path.join(self.dir, f"guest{i}.out"), "w", encoding="utf-8") as f:
+                f.write(self.outputs[i])
+            if "Kernel panic" in text:
+                st = "CRASHED: " + next(l for l in text.split("\n") if "Kernel panic" in l)
+            elif rc is not None:
+                st = "ok (run script exit 0)" if rc == 0 else f"FAILED: run script exit {rc}"
+            elif i in self.fail:
+                st = f"FAILED: {self.fail[i]}"
+            elif i not in self.ready:
+                st = "FAILED: QEMU exited before the ready marker"
+            else:
+                st = "FAILED: run did not finish"
+            self.status[i] = st
+            ok = ok and st.startswith("ok")
+            ready = f"ready after {self.ready[i]:.1f}s" if i in self.ready else "never ready"
+            lines.append(f"guest{i}: {st}; {ready}; log {path}")
+            try:
+                os.unlink(os.path.join(self.dir, f"guest{i}.initrd"))
+            except OSError:
+                pass
+        lines.append(f"run directory: {self.dir}")
+        with open(os.path.join(self.dir, "summary"), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        for line in lines:
+            log(line)
+        return ok
