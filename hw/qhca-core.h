@@ -211,6 +211,9 @@ struct QhcaCore {
     uint32_t run_tx_frames;
     uint64_t run_tx_bytes;
     uint32_t run_cursor;        /* where the QP scan starts (round robin) */
+    /* the QPNs of every QP that exists, in no order (qhca-qp.c) */
+    uint16_t live_qpn[QHCA_MAX_QP];
+    uint32_t nlive;
 
     /* statistics registers */
     uint32_t stat_tx_frames;

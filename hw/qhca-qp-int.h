@@ -140,6 +140,7 @@ struct QhcaQpEngine {
     unsigned respq_count;
 
     uint32_t units;             /* host memory charged to the budget */
+    uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
 };
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)

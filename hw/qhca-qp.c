@@ -219,8 +219,8 @@ static void core_timer_update(QhcaCore *c)
     int64_t min = -1;
     uint32_t i;
 
-    for (i = 1; i < QHCA_MAX_QP; i++) {
-        QhcaQp *qp = qhca_core_qp(c, i);
+    for (i = 0; i < c->nlive; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->live_qpn[i]);
 
         if (qp && qp->eng && qp->eng->deadline >= 0 &&
             (min < 0 || qp->eng->deadline < min)) {
@@ -352,10 +352,21 @@ void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp)
     qp->eng->deadline = -1;
     qp->eng->units = qhca_qp_engine_units(qp->sq.log_depth);
     c->pages_used += qp->eng->units;
+    /* the run loop and the timer visit only the QPs that exist */
+    qp->eng->live_idx = c->nlive;
+    c->live_qpn[c->nlive++] = qp->qpn;
 }
 
 void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
 {
+    uint32_t idx = qp->eng->live_idx;
+    QhcaQp *last = qhca_core_qp(c, c->live_qpn[c->nlive - 1]);
+
+    /* the last live QP takes this one's place */
+    c->live_qpn[idx] = c->live_qpn[--c->nlive];
+    if (last && last != qp) {
+        last->eng->live_idx = idx;
+    }
     c->pages_used -= qp->eng->units;
     g_free(qp->eng->wqe);
     g_free(qp->eng);
@@ -371,12 +382,13 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
     if (to == QHCA_QPS_RESET) {
         /* Software starts over at index 0 after a reset */
         QhcaWqeState *wqe = e->wqe;
-        uint32_t units = e->units;
+        uint32_t units = e->units, live_idx = e->live_idx;
 
         memset(wqe, 0, sizeof(*wqe) << qp->sq.log_depth);
         memset(e, 0, sizeof(*e));
         e->wqe = wqe;
         e->units = units;
+        e->live_idx = live_idx;
         e->deadline = -1;
         qp->sq.pi = qp->sq.ci = 0;
         qp->rq.pi = qp->rq.ci = 0;
@@ -517,13 +529,17 @@ static bool qp_flush(QhcaCore *c, QhcaQp *qp, bool rq)
  */
 bool qhca_qp_engine_run(QhcaCore *c)
 {
-    const uint32_t nqp = QHCA_MAX_QP - 1;       /* QPNs 1 .. QHCA_MAX_QP-1 */
     bool more = false;
     uint32_t n;
 
-    c->run_cursor = (c->run_cursor + 1) % nqp;
-    for (n = 0; n < nqp; n++) {
-        QhcaQp *qp = qhca_core_qp(c, 1 + (c->run_cursor + n) % nqp);
+    if (!c->nlive) {
+        core_timer_update(c);
+        return false;
+    }
+    c->run_cursor = (c->run_cursor + 1) % c->nlive;
+    for (n = 0; n < c->nlive; n++) {
+        QhcaQp *qp = qhca_core_qp(c, c->live_qpn[(c->run_cursor + n) %
+                                                 c->nlive]);
         QhcaQpEngine *e;
         unsigned budget;
 
@@ -574,8 +590,8 @@ void qhca_qp_engine_timer(QhcaCore *c)
     uint32_t i;
 
     c->timer_deadline = -1;
-    for (i = 1; i < QHCA_MAX_QP; i++) {
-        QhcaQp *qp = qhca_core_qp(c, i);
+    for (i = 0; i < c->nlive; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->live_qpn[i]);
 
         if (!qp || qp->eng->deadline < 0 || qp->eng->deadline > now) {
             continue;
