@@ -90,6 +90,7 @@ kernel_abi() {
 
 QEMU_DIR=$BUILD/qemu          # build directory
 QEMU_BIN=$QEMU_DIR/qemu-system-x86_64
+QEMU_SAN_DIR=$BUILD/qemu-san  # clang, ASan+UBSan, libFuzzer (scripts/build qemu-san)
 # The qhca qtests (qtest/NAME.c, wired into QEMU's tests/qtest/meson.build by
 # scripts/qemu/0001-qhca-wiring.patch), built by scripts/build qemu
 QEMU_QTESTS="qhca-test qhca-dgram-test"
