@@ -52,6 +52,7 @@ typedef struct QhcaWqeState {
     uint32_t last_psn;          /* READ: PSN of the last response */
     uint32_t next_resp_psn;     /* READ/atomic: next expected response */
     uint32_t byte_len;
+    uint32_t pieces_sent;       /* READ: pieces asked for at least once */
     /*
      * The WQE as validated when it was started (header, SGEs, inline
      * data), as a fingerprint: a WQE read again for a later packet or a

@@ -274,6 +274,46 @@ enum {
     SEND_FAILED,                /* the WQE failed (qhca_wqe_done) */
 };
 
+/* Packets in one READ piece (see rc_send_read()) */
+static uint32_t read_piece_pkts(const QhcaQp *qp)
+{
+    return MAX(1, qp_window(qp) / 2);
+}
+
+/*
+ * READ requests and atomics the responder may still be answering: every
+ * atomic not answered, and every READ piece asked for and not completely
+ * answered.  Each takes one of the responder's max_dest_rd_atomic
+ * resources, so no more than max_rd_atomic may be outstanding.
+ */
+static uint32_t rd_requests_out(const QhcaQp *qp)
+{
+    const QhcaQpEngine *e = qp->eng;
+    uint32_t n = 0;
+    uint16_t i;
+
+    for (i = qp->sq.ci; i != e->sq_pi; i++) {
+        const QhcaWqeState *st = &e->wqe[i & sq_mask(qp)];
+
+        if (st->state == WQE_FREE) {
+            break;
+        }
+        if (st->state != WQE_STARTED || !is_rd_atomic(st->opcode) ||
+            st->resp_done) {
+            continue;
+        }
+        if (st->opcode == QHCA_WQE_RDMA_READ) {
+            uint32_t done = psn_diff(st->next_resp_psn, st->first_psn) /
+                            read_piece_pkts(qp);
+
+            n += st->pieces_sent > done ? st->pieces_sent - done : 0;
+        } else {
+            n++;
+        }
+    }
+    return n;
+}
+
 /*
  * A READ is asked for in pieces of half a window, each a READ request of
  * its own for its share of the WQE's PSNs, so that the answers in flight
@@ -288,19 +328,26 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 {
     QhcaQpEngine *e = qp->eng;
     uint32_t mtu = qp_mtu(qp);
-    uint64_t chunk_max = (uint64_t)MAX(1, qp_window(qp) / 2) * mtu;
+    uint64_t chunk_max = (uint64_t)read_piece_pkts(qp) * mtu;
 
     do {
         uint64_t n = MIN(len - e->req_off, chunk_max - e->req_off % chunk_max);
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
+        uint32_t piece = e->req_off / chunk_max;
 
         if (psn_diff(end, e->acked) > qp_window(qp)) {
+            return SEND_WAIT;
+        }
+        /* a new piece needs a responder resource; a piece asked again not */
+        if (piece >= st->pieces_sent &&
+            rd_requests_out(qp) >= MAX(1, qp->attr.max_rd_atomic)) {
             return SEND_WAIT;
         }
         if (!*budget) {
             return SEND_BUDGET;
         }
+        st->pieces_sent = MAX(st->pieces_sent, piece + 1);
         h->opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
         h->psn = psn;
         h->ack_req = true;
@@ -484,7 +531,7 @@ static int req_fetch_new(QhcaCore *c, QhcaQp *qp, QhcaWqeState *st,
     }
     if (((w->flags & QHCA_WQE_FENCE) && e->rd_outstanding) ||
         (is_rd_atomic(w->opcode) && qp_is_rc(qp) &&
-         e->rd_outstanding >= MAX(1, qp->attr.max_rd_atomic))) {
+         rd_requests_out(qp) >= MAX(1, qp->attr.max_rd_atomic))) {
         st->opcode = 0;
         st->signaled = false;
         return -1;

@@ -1505,6 +1505,7 @@ typedef struct ConnOpts {
     uint8_t rnr_retry;
     uint8_t min_rnr_timer;
     uint32_t access;
+    uint8_t rd_atomic;          /* max_(dest_)rd_atomic; 0: 4 */
 } ConnOpts;
 
 #define M(x) QHCA_QP_ATTR_##x
@@ -1521,7 +1522,7 @@ static void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
     a.path_mtu = o->mtu;
     a.dest_qpn = cpu_to_le32(peer->qpn);
     a.rq_psn = cpu_to_le32(0xfffff0 + (e->ip & 1));  /* PSNs wrap early */
-    a.max_dest_rd_atomic = 4;
+    a.max_dest_rd_atomic = o->rd_atomic ? o->rd_atomic : 4;
     a.min_rnr_timer = o->min_rnr_timer;
     a.sgid_index = 0;
     a.hop_limit = 64;
@@ -1536,7 +1537,7 @@ static void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
     a.retry_cnt = o->retry_cnt;
     a.rnr_retry = o->rnr_retry;
     a.sq_psn = cpu_to_le32(0xfffff0 + (peer->ip & 1));
-    a.max_rd_atomic = 4;
+    a.max_rd_atomic = o->rd_atomic ? o->rd_atomic : 4;
     g_assert_cmpint(modify(e->d, e->qpn, M(STATE) | M(TIMEOUT) | M(RETRY_CNT) |
                            M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
                            &a), ==, QHCA_CMD_OK);
@@ -3467,8 +3468,67 @@ static void test_hostile_qp_state_budget(void)
     dev_down(&d);
 }
 
+/*
+ * A 256 KiB READ is asked for in half-window pieces, each a READ request
+ * that takes one of the responder's resources.  With one resource
+ * (max_rd_atomic = max_dest_rd_atomic = 1) the requester must not ask for
+ * a new piece, or start an atomic, before the previous answer is complete;
+ * counting the READ WQE once made the responder NAK an invalid request
+ * (found by the host fuzzer: tests/fuzz/regressions/read-pieces-rd-atomic).
+ * On a clean and on a lossy wire.
+ */
+static void read_pieces_one_resource(WirePolicy policy)
+{
+    const uint32_t len = 256 * 1024;
+    Pair p;
+    End a, b;
+    Mr back, mb, mt;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    ConnOpts o = default_opts;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+    uint64_t orig;
+
+    pair_start(&p, policy);
+    o.rd_atomic = 1;
+    rc_pair(&p, &a, &b, &o, false);
+    back = mr_reg(&p.a, a.pdn, len + 8, QHCA_ACCESS_LOCAL_WRITE, 0x10000000);
+    mb = mr_reg(&p.b, b.pdn, len, QHCA_ACCESS_REMOTE_READ, 0x20000000);
+    mt = mr_reg(&p.b, b.pdn, 8, QHCA_ACCESS_REMOTE_ATOMIC, 0x30000000);
+    fill(out, len, 31);
+    mr_io(&p.b, &mb, 0, out, len, true);
+    w = wqe(QHCA_WQE_RDMA_READ, 0x71);
+    w.rdma.remote_addr = cpu_to_le64(mb.iova);
+    w.rdma.rkey = cpu_to_le32(mb.key);
+    s = sge(&back, 0, len);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 0x72);
+    w.rdma.remote_addr = cpu_to_le64(mt.iova);
+    w.rdma.rkey = cpu_to_le32(mt.key);
+    w.rdma.compare_add = cpu_to_le64(5);
+    s = sge(&back, len, 8);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0x71, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_READ);
+    expect_cqe(&a, 0x72, QHCA_CQE_SUCCESS, QHCA_CQE_OP_FETCH_ADD);
+    mr_io(&p.a, &back, 0, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+    mr_io(&p.b, &mt, 0, &orig, 8, false);
+    g_assert_cmpuint(le64_to_cpu(orig), ==, 5);
+    g_assert_cmpuint(qp_state(&b), ==, QHCA_QPS_RTS);
+    pair_stop(&p);
+}
+
+static void test_wire_read_pieces_one_resource(void)
+{
+    read_pieces_one_resource(WIRE_PASS);
+    read_pieces_one_resource(WIRE_DROP_RANDOM);
+}
+
 static void qhca_add_hostile_tests(void)
 {
+    qtest_add_func("/qhca/wire/read-pieces-one-resource",
+                   test_wire_read_pieces_one_resource);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);
     qtest_add_func("/qhca/hostile/cq-on-own-bar", test_hostile_cq_on_own_bar);
