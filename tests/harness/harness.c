@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "harness.h"
+#include "qhca-roce.h"
 
 static const uint8_t hx_macs[2][6] = {
     { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a },
@@ -420,6 +421,16 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
         hx_finding(p, HX_FIND_FRAME, "device %c sent a %zu-byte frame",
                    d->name, len);
         return;
+    }
+    {
+        QhcaRocePkt pkt;
+        QhcaRoceErr err = qhca_roce_parse(frame, len, &pkt);
+
+        if (err != QHCA_ROCE_OK || memcmp(frame + 6, d->mac, 6)) {
+            hx_finding(p, HX_FIND_FRAME, "device %c sent a frame that is "
+                       "not well-formed RoCEv2 from its MAC: %s", d->name,
+                       err ? qhca_roce_strerror(err) : "source MAC");
+        }
     }
     if (len >= 54) {
         /* BTH at 42: dest QP in bytes 5..7, PSN in bytes 9..11 */

@@ -28,8 +28,9 @@
  *     write, a delivered frame) sends more than a frame budget;
  *   - the bottom half does not reschedule itself forever without doing
  *     anything;
- *   - frames the device sends are no longer than QHCA_TX_FRAME_MAX, and
- *     interrupts name a vector the device has.
+ *   - frames the device sends are well-formed RoCEv2 (the device's own
+ *     parser, ICRC included) from its MAC, no longer than
+ *     QHCA_TX_FRAME_MAX, and interrupts name a vector the device has.
  * A finding prints a report and aborts, unless QHCA_HARNESS_IGNORE lists
  * its name (grant, budget, spin, frame, irq; comma-separated).
  *
