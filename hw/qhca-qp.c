@@ -169,7 +169,9 @@ void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
     if (off < 0) {
         return;
     }
-    memcpy(c->txbuf + off, payload, len);
+    if (len) {
+        memcpy(c->txbuf + off, payload, len);
+    }
     qhca_frame_send(c, h, len);
 }
 

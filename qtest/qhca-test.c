@@ -384,7 +384,9 @@ static int cmd_post(QhcaDev *d, uint16_t opcode, const void *payload,
     cmd.hdr.cookie = cpu_to_le32(++d->cookie);
     cmd.hdr.resp_addr = cpu_to_le64(d->base + RESP_OFF);
     cmd.hdr.resp_len = cpu_to_le32(256);
-    memcpy(cmd.raw, payload, len);
+    if (len) {
+        memcpy(cmd.raw, payload, len);
+    }
     qtest_memwrite(d->t.qts, d->base + CMDQ_OFF +
                    (d->cmdq_pi & ((1 << CMDQ_LOG) - 1)) * QHCA_CMD_SIZE,
                    &cmd, sizeof(cmd));
