@@ -592,6 +592,54 @@ def commands_bad():
     return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
 
 
+def ud_qp_rts(i, dev, qpn):
+    """RESET -> INIT -> RTR -> RTS of a UD QP made by CMD."""
+    attr = bytearray(64)
+    attr[0] = H['QHCA_QPS_INIT']
+    attr[16:20] = struct.pack('<I', 0x1234)
+    for state, mask in ((H['QHCA_QPS_INIT'], 0x1 | 0x10 | 0x20 | 0x40),
+                        (H['QHCA_QPS_RTR'], 0x1),
+                        (H['QHCA_QPS_RTS'], 0x1 | 0x10000)):
+        attr[0] = state
+        i.op('CMD', dev=dev, opcode=H['QHCA_CMD_MODIFY_QP'], len=72,
+             var=struct.pack('<II', qpn, mask) + bytes(attr))
+
+
+def cq_on_own_bar():
+    """A CQ whose ring is the device's own registers (BAR0): its CQEs would
+    write CTRL; and an MR over BAR0 the peer writes into."""
+    i = Input()
+    # a page list at the end of the ring area naming BAR0
+    i.op('MEM_WRITE', dev=A, region=1, off=0x2e0000, len=8,
+         var=struct.pack('<Q', HX_REG_BAR))
+    cq = pbl(0x110000 + 0x2e0000) + bytes([7, 0, 0, 0]) + \
+        struct.pack('<III', 1, 0, 0)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_CQ'], fix=2, len=len(cq),
+         var=cq)
+    # a UD QP on it (the driver's fourth QP), in RTS, sending to B
+    qp = bytes([H['QHCA_QPT_UD'], 4, 4, 8, 7, 1]) + struct.pack(
+        '<HIIIIII', 0, 1, 2, 2, 0xffffffff, 0, 64) + bytes(32)
+    i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_QP'], fix=1, len=len(qp),
+         var=qp)
+    ud_qp_rts(i, A, 5)
+    i.op('POLL', dev=A, max=0, arm=1 | 4 | 8)
+    i.recv(B, UD, 0x81, [sge(0, 256)])
+    i.send(A, 3, 'QHCA_WQE_SEND', 0x82, [sge(0, 64)])
+    i.settle(5)
+    i.expect(B, UD, 0x81, ms=20)
+    # a physical MR over BAR0 on B, written by A
+    # (its key is 0x300: index 3, variant 0, the FRAME's raw key 3)
+    mr = struct.pack('<IIQQ', 1, 0xf, HX_REG_BAR, 4096) + bytes(16) + \
+        struct.pack('<II', H['QHCA_MR_PHYS'], 0)
+    i.op('CMD', dev=B, opcode=H['QHCA_CMD_REG_MR'], len=len(mr), var=mr)
+    for n in range(2):
+        i.op('FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY'],
+             qp=RC, psn_mode=0, psn=0xfffff0 + n, flags=2 | 16,
+             va=HX_REG_BAR + H['QHCA_REG_CTRL'], rkey=3, dma_len=4, plen=4,
+             pattern=2)
+    return i.settle(5)
+
+
 SEEDS = {
     'send-recv': send_recv,
     'srq': srq,
@@ -624,6 +672,7 @@ SEEDS = {
     'msix-doorbell': msix_doorbell,
     'commands': commands,
     'commands-bad': commands_bad,
+    'cq-on-own-bar': cq_on_own_bar,
 }
 
 

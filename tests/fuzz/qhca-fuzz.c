@@ -633,7 +633,8 @@ static void op_send(Fz *f)
             w.rdma.swap = a.swap;
         } else {
             w.ud.ahn = cpu_to_le32(a.rkey >= 4 ? a.rkey : d->drv.ahn);
-            w.ud.remote_qpn = cpu_to_le32(qp->peer_qpn);
+            w.ud.remote_qpn = cpu_to_le32(qp->peer_qpn ? qp->peer_qpn :
+                                          peer->drv.qp[HX_QP_UD].qpn);
             w.ud.remote_qkey = a.remote ? a.remote : cpu_to_le32(HX_QKEY);
         }
         break;

@@ -542,7 +542,8 @@ void hx_grants_dma_read(HxDev *d, uint64_t addr, const void *buf,
         command_read(d, &c);
         return;
     }
-    if (len == sizeof(struct qhca_send_wqe) &&
+    /* a read of a whole WQE (or more) at the start of an SQ slot */
+    if (len >= sizeof(struct qhca_send_wqe) &&
         *(const uint8_t *)buf == QHCA_WQE_REG_MR && sq_slot(g, addr)) {
         struct qhca_send_wqe w;
 

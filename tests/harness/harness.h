@@ -7,8 +7,10 @@
  *   - DMA against a flat RAM of HX_RAM_SIZE bytes at guest-physical 0;
  *     the device's own BAR0 and BAR2 are mapped at HX_REG_BAR_ADDR and
  *     HX_DB_BAR_ADDR, so DMA and MSI-X writes that the guest aims there
- *     become register and doorbell writes; anything else is unassigned
- *     (the access fails, as in QEMU);
+ *     become register and doorbell writes (hw/qhca.c refuses them; the
+ *     harness does not, so the device logic is tested without that second
+ *     line of defence); anything else is unassigned (the access fails, as
+ *     in QEMU);
  *   - QEMU's re-entrancy guard (MemReentrancyGuard): MMIO, the bottom half
  *     and netdev receive are guarded, a guarded access while the device is
  *     engaged is dropped; the timer callback is not guarded (hw/qhca.c uses
