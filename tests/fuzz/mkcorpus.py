@@ -3,8 +3,9 @@
 # Copyright (c) 2026 The qhca authors
 """Write the fuzzer's seed corpus and the crash reproducers.
 
-    tests/fuzz/mkcorpus.py            (re)write tests/fuzz/corpus/ and
-                                      tests/fuzz/regressions/
+    tests/fuzz/mkcorpus.py            (re)write tests/fuzz/corpus/,
+                                      tests/fuzz/regressions/ and the
+                                      dictionary tests/fuzz/qhca.dict
 
 Each seed is the traffic of one qtest scenario (qtest/qhca-test.c) in the
 input format of tests/fuzz/qhca-fuzz.c: the operation numbers and the
@@ -746,6 +747,75 @@ REGRESSIONS = {
 }
 
 
+def dictionary():
+    """Whole hostile operations, for libFuzzer to splice into any input."""
+    ops = {}
+
+    def add(name, inp):
+        ops[name] = inp.data
+
+    for v in (0, 1):
+        add('msix%d_ctrl_reset' % v, Input().op(
+            'MSIX', dev=A, vector=v, kind=1, off=H['QHCA_REG_CTRL'],
+            data=H['QHCA_CTRL_RESET']))
+        add('msix%d_ctrl_reset_b' % v, Input().op(
+            'MSIX', dev=B, vector=v, kind=1, off=H['QHCA_REG_CTRL'],
+            data=H['QHCA_CTRL_RESET']))
+    add('msix1_db_cmdq', Input().op('MSIX', dev=A, vector=1, kind=2,
+                                    off=H['QHCA_DB_CMDQ'], data=1))
+    for k in range(3):
+        add('reset%d' % k, Input().op('RESET', dev=A, kind=k))
+        add('reset%d_b' % k, Input().op('RESET', dev=B, kind=k))
+    add('link_down', Input().op('LINK', dev=B, up=0))
+    for frm in (A, B):
+        for mode in (1, 2, 3, 4, 5):
+            add('wire_%d_%d' % (frm, mode), Input().op(
+                'WIRE_MODE', **{'from': frm}, mode=mode, every=5))
+    add('conn_fast_fail', Input().connect(timeout=1, retry=0))
+    add('conn_mtu256', Input().connect(mtu=1))
+    add('conn_rnr0', Input().connect(rnr_retry=0))
+    add('conn_inf', Input().connect(timeout=0, rnr_retry=7))
+    add('arm_all', Input().op('POLL', dev=A, max=0, arm=31))
+    add('advance_16ms', Input().op('ADVANCE', exp=24))
+    add('advance_1s', Input().op('ADVANCE', exp=30))
+    nak = H['QHCA_ROCE_AETH_NAK'] | H['QHCA_ROCE_NAK_PSN_SEQ_ERR']
+    for n, delta in enumerate((0, 1, 64, 1024, 0xffffffff)):
+        add('nak_%d' % n, Input().op(
+            'FRAME', to=A, opcode=H['QHCA_ROCE_OP_RC_ACKNOWLEDGE'], qp=RC,
+            psn_mode=2, psn=delta, syndrome=nak))
+        add('rnr_nak_%d' % n, Input().op(
+            'FRAME', to=A, opcode=H['QHCA_ROCE_OP_RC_ACKNOWLEDGE'], qp=RC,
+            psn_mode=2, psn=delta, syndrome=H['QHCA_ROCE_AETH_RNR_NAK']))
+    add('read_4m', Input().op(
+        'FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_RDMA_READ_REQUEST'], qp=RC,
+        psn_mode=1, psn=0, dma_len=MR_LEN, flags=2))
+    add('read_dup', Input().op(
+        'FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_RDMA_READ_REQUEST'], qp=RC,
+        psn_mode=1, psn=0xfffff000, dma_len=MR_LEN, flags=2))
+    add('send_ahead', Input().op(
+        'FRAME', to=B, opcode=H['QHCA_ROCE_OP_RC_SEND_ONLY'], qp=RC,
+        psn_mode=1, psn=100000, plen=8))
+    wqe = struct.pack('<BBBBI', H['QHCA_WQE_SEND'],
+                      H['QHCA_WQE_SIGNALED'] | H['QHCA_WQE_INLINE'], 0, 0, 16)
+    add('wqe_inline_rewrite', Input().op(
+        'WQE_RAW', dev=A, qp=RC, which=0, slot=-1, off=0, len=len(wqe),
+        var=wqe))
+    add('db_backwards', Input().op('DB_QP', dev=A, qp=RC, which=0, mode=1,
+                                   val=0xfffd))
+    add('send_2m', Input().send(A, RC, 'QHCA_WQE_SEND', 9,
+                                [sge(0, 2 << 20)]))
+    return ops
+
+
+def write_dict(path, ops):
+    with open(path, 'w', encoding='ascii') as f:
+        f.write('# Whole operations of tests/fuzz/qhca-fuzz.c (written by '
+                'mkcorpus.py)\n')
+        for name, data in sorted(ops.items()):
+            f.write('%s="%s"\n' % (name, ''.join('\\x%02x' % b
+                                                 for b in data)))
+
+
 def write_dir(path, items, keep):
     os.makedirs(path, exist_ok=True)
     for name, fn in items.items():
@@ -763,8 +833,10 @@ def main():
     # crashers found by fuzzing (not written here) stay
     write_dir(os.path.join(HERE, 'regressions'), REGRESSIONS,
               lambda n: True)
+    write_dict(os.path.join(HERE, 'qhca.dict'), dictionary())
     print('%d seeds in tests/fuzz/corpus, %d reproducers in '
-          'tests/fuzz/regressions' % (len(SEEDS), len(REGRESSIONS)))
+          'tests/fuzz/regressions, tests/fuzz/qhca.dict'
+          % (len(SEEDS), len(REGRESSIONS)))
 
 
 if __name__ == '__main__':
