@@ -21,7 +21,8 @@
  */
 #define QHCA_WINDOW_BYTES       (64 * 1024)
 #define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
-#define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often */
+#define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often, and */
+                                        /* at least 4 times per window */
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
 /* The longest message (IBA: 2^31 bytes); longer RETH lengths are invalid */
 #define QHCA_MAX_MSG_BYTES      (1ULL << 31)

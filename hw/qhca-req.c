@@ -398,6 +398,8 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 {
     QhcaQpEngine *e = qp->eng;
     uint32_t mtu = qp_mtu(qp);
+    /* ACKs keep coming while a window is in flight, at any MTU */
+    uint32_t ack_every = MIN(QHCA_ACK_REQ_EVERY, MAX(1, qp_window(qp) / 4));
 
     do {
         bool first = e->req_off == 0;
@@ -416,7 +418,7 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->opcode = rc_opcode(w->opcode, first, last);
         h->psn = psn;
         h->se = last && (w->flags & QHCA_WQE_SOLICITED);
-        h->ack_req = last || ++e->pkts_since_ackreq >= QHCA_ACK_REQ_EVERY;
+        h->ack_req = last || ++e->pkts_since_ackreq >= ack_every;
         if (h->ack_req) {
             e->pkts_since_ackreq = 0;
         }
