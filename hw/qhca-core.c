@@ -560,13 +560,19 @@ static void qhca_free_all(QhcaCore *c)
 typedef struct QhcaCmdCtx {
     const struct qhca_cmd *cmd;
     uint32_t result;
-    const void *resp;
+    const void *resp;           /* the reply: points into reply below */
     uint32_t resp_size;
+    union {                     /* one command's own, not shared by devices */
+        struct qhca_device_attr device;
+        struct qhca_port_attr port;
+        struct qhca_qp_attr qp;
+        struct qhca_srq_attr srq;
+    } reply;
 } QhcaCmdCtx;
 
 static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
 {
-    static struct qhca_device_attr a;
+    struct qhca_device_attr a;
     uint8_t guid[8];
 
     memset(&a, 0, sizeof(a));
@@ -603,20 +609,22 @@ static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
     a.max_fast_reg_pages = cpu_to_le32(QHCA_MAX_FAST_REG_PAGES);
     a.caps = cpu_to_le32(QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ |
                          QHCA_CAP_ATOMIC | QHCA_CAP_FRMR);
-    x->resp = &a;
+    x->reply.device = a;
+    x->resp = &x->reply.device;
     x->resp_size = sizeof(a);
     return QHCA_CMD_OK;
 }
 
 static int cmd_query_port(QhcaCore *c, QhcaCmdCtx *x)
 {
-    static struct qhca_port_attr a;
+    struct qhca_port_attr a;
 
     memset(&a, 0, sizeof(a));
     a.link_up = cpu_to_le32(c->ops->link_up(c->opaque) ? 1 : 0);
     a.max_mtu = cpu_to_le32(4096);
     a.gid_tbl_len = cpu_to_le32(QHCA_GID_TABLE_LEN);
-    x->resp = &a;
+    x->reply.port = a;
+    x->resp = &x->reply.port;
     x->resp_size = sizeof(a);
     return QHCA_CMD_OK;
 }
@@ -1171,7 +1179,7 @@ static int cmd_modify_qp(QhcaCore *c, QhcaCmdCtx *x)
 
 static int cmd_query_qp(QhcaCore *c, QhcaCmdCtx *x)
 {
-    static struct qhca_qp_attr a;
+    struct qhca_qp_attr a;
     QhcaQp *qp = LOOKUP(c, qp, le32_to_cpu(x->cmd->obj.handle));
 
     if (!qp) {
@@ -1180,7 +1188,8 @@ static int cmd_query_qp(QhcaCore *c, QhcaCmdCtx *x)
     a = qp->attr;
     a.cur_qp_state = a.qp_state;
     a.sq_draining = qhca_qp_engine_sq_draining(c, qp);
-    x->resp = &a;
+    x->reply.qp = a;
+    x->resp = &x->reply.qp;
     x->resp_size = sizeof(a);
     return QHCA_CMD_OK;
 }
@@ -1242,7 +1251,7 @@ static int cmd_modify_srq(QhcaCore *c, QhcaCmdCtx *x)
 
 static int cmd_query_srq(QhcaCore *c, QhcaCmdCtx *x)
 {
-    static struct qhca_srq_attr a;
+    struct qhca_srq_attr a;
     QhcaSrq *srq = LOOKUP(c, srq, le32_to_cpu(x->cmd->obj.handle));
 
     if (!srq) {
@@ -1255,7 +1264,8 @@ static int cmd_query_srq(QhcaCore *c, QhcaCmdCtx *x)
                                 ((1u << srq->ring.log_stride) -
                                  QHCA_RECV_WQE_HDR_SIZE) /
                                 sizeof(struct qhca_sge)));
-    x->resp = &a;
+    x->reply.srq = a;
+    x->resp = &x->reply.srq;
     x->resp_size = sizeof(a);
     return QHCA_CMD_OK;
 }

@@ -85,7 +85,7 @@ typedef uint64_t qhca_le64;
 
 #define QHCA_REG_CMDQ_BASE_LO		0x040	/* RW: command queue, 4 KiB aligned */
 #define QHCA_REG_CMDQ_BASE_HI		0x044
-#define QHCA_REG_CMDQ_LOG_DEPTH		0x048	/* RW: log2 entries, 1..6 (one page) */
+#define QHCA_REG_CMDQ_LOG_DEPTH		0x048	/* RW: log2 entries, 1..5 */
 #define QHCA_REG_CMDCQ_BASE_LO		0x050	/* RW: command completion ring */
 #define QHCA_REG_CMDCQ_BASE_HI		0x054
 #define QHCA_REG_CMDCQ_LOG_DEPTH	0x058	/* RW: log2 entries, 1..8 (one page) */
