@@ -333,7 +333,7 @@ class GuestRun:
             append += " qguest.rxe"
         if self.append:
             append += " " + self.append
-        args = ["-name", f"guest{i}", "-machine", "q35", "-accel", accel, "-cpu", cpu,
+        args = ["-name", f"guest{i},debug-threads=on", "-machine", "q35", "-accel", accel, "-cpu", cpu,
                 "-m", str(self.mem), "-smp", "1", "-nodefaults", "-no-reboot",
                 "-kernel", KERNEL, "-initrd", os.path.join(self.dir, f"guest{i}.initrd"),
                 "-append", append,
