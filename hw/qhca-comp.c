@@ -350,7 +350,8 @@ void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     }
     /* Responses for PSNs never sent, or long acknowledged, are stale */
     if (psn_diff(h->psn, e->next_psn) >= 0 ||
-        psn_diff(h->psn, e->acked) <= -QHCA_WINDOW_MAX) {
+        psn_diff(h->psn, e->acked) <=
+        -MAX(QHCA_WINDOW_MAX, 2 * qp_window(qp))) {
         trace_qhca_rx_drop(pkt->frame_len, "response PSN out of window");
         return;
     }

@@ -1624,6 +1624,7 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
     c->ops = ops;
     c->opaque = opaque;
     memcpy(c->mac, mac, 6);
+    c->window_bytes = QHCA_WINDOW_DEFAULT;
 }
 
 void qhca_core_cleanup(QhcaCore *c)

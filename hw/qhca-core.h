@@ -33,6 +33,10 @@
  * entry per SQ slot).  Fixed-size objects are bounded by their tables.
  */
 #define QHCA_PAGE_BUDGET        (2u << 20)
+/* Data in flight per QP: the default, and what "window-kib" may set */
+#define QHCA_WINDOW_DEFAULT     (64 * 1024)
+#define QHCA_WINDOW_MIN         (16 * 1024)
+#define QHCA_WINDOW_LIMIT       (4 * 1024 * 1024)
 /* What one run of the bottom half sends at most, all QPs together */
 #define QHCA_RUN_TX_FRAMES      1024
 #define QHCA_RUN_TX_BYTES       (2u << 20)
@@ -165,6 +169,7 @@ struct QhcaCore {
     const QhcaCoreOps *ops;
     void *opaque;
     uint8_t mac[6];
+    uint32_t window_bytes;      /* per-QP limit of data in flight */
 
     /* registers */
     uint32_t ctrl;

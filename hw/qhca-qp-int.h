@@ -15,11 +15,12 @@
 #include "qhca-roce.h"
 
 /*
- * Unacknowledged data in flight, READ responses included: 64 KiB.  A larger
- * burst overflows the socket buffer of a QEMU netdev (about 200 KiB) and
- * then every retransmission overflows it again.
+ * Unacknowledged data in flight, READ responses included, is limited to the
+ * device's window (QhcaCore.window_bytes, the "window-kib" property: 64 KiB
+ * by default).  A larger burst can overflow the socket buffer of a QEMU
+ * netdev on UDP (about 200 KiB), and then every retransmission overflows it
+ * again; a lossless wire can take more.
  */
-#define QHCA_WINDOW_BYTES       (64 * 1024)
 #define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
 #define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often, and */
                                         /* at least 4 times per window */
@@ -143,6 +144,7 @@ struct QhcaQpEngine {
 
     uint32_t units;             /* host memory charged to the budget */
     uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
+    uint32_t window_bytes;      /* QhcaCore.window_bytes when created */
 };
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)
@@ -166,7 +168,7 @@ static inline uint32_t qp_mtu(const QhcaQp *qp)
 /* The window in packets at the QP's path MTU */
 static inline int32_t qp_window(const QhcaQp *qp)
 {
-    return MAX(8, QHCA_WINDOW_BYTES / qp_mtu(qp));
+    return MAX(8, qp->eng->window_bytes / qp_mtu(qp));
 }
 
 static inline bool qp_is_rc(const QhcaQp *qp)

@@ -353,6 +353,7 @@ void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp)
     qp->eng->wqe = g_new0(QhcaWqeState, 1u << qp->sq.log_depth);
     qp->eng->deadline = -1;
     qp->eng->units = qhca_qp_engine_units(qp->sq.log_depth);
+    qp->eng->window_bytes = c->window_bytes;
     c->pages_used += qp->eng->units;
     /* the run loop and the timer visit only the QPs that exist */
     qp->eng->live_idx = c->nlive;
@@ -385,12 +386,14 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         /* Software starts over at index 0 after a reset */
         QhcaWqeState *wqe = e->wqe;
         uint32_t units = e->units, live_idx = e->live_idx;
+        uint32_t window = e->window_bytes;
 
         memset(wqe, 0, sizeof(*wqe) << qp->sq.log_depth);
         memset(e, 0, sizeof(*e));
         e->wqe = wqe;
         e->units = units;
         e->live_idx = live_idx;
+        e->window_bytes = window;
         e->deadline = -1;
         qp->sq.pi = qp->sq.ci = 0;
         qp->rq.pi = qp->rq.ci = 0;

@@ -44,6 +44,8 @@ struct QhcaState {
     QEMUBH *bh;
     QEMUTimer *timer;
 
+    uint32_t window_kib;
+
     QhcaCore core;
 };
 
@@ -309,6 +311,12 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     DeviceState *dev = DEVICE(pdev);
     int i;
 
+    if (s->window_kib < QHCA_WINDOW_MIN / 1024 ||
+        s->window_kib > QHCA_WINDOW_LIMIT / 1024) {
+        error_setg(errp, "qhca: window-kib must be %u..%u",
+                   QHCA_WINDOW_MIN / 1024, QHCA_WINDOW_LIMIT / 1024);
+        return;
+    }
     pdev->config[PCI_INTERRUPT_PIN] = 1;
 
     memory_region_init_io(&s->reg_bar, OBJECT(s), &qhca_reg_ops, s,
@@ -347,6 +355,7 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     s->bh = qemu_bh_new_guarded(qhca_bh, s, &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
     qhca_core_init(&s->core, &qhca_core_ops, s, s->conf.macaddr.a);
+    s->core.window_bytes = s->window_kib * 1024;
 }
 
 static void qhca_exit(PCIDevice *pdev)
@@ -371,6 +380,9 @@ static void qhca_reset_hold(Object *obj, ResetType type)
 
 static const Property qhca_properties[] = {
     DEFINE_NIC_PROPERTIES(QhcaState, conf),
+    /* data in flight per QP; more than the default wants a lossless wire */
+    DEFINE_PROP_UINT32("window-kib", QhcaState, window_kib,
+                       QHCA_WINDOW_DEFAULT / 1024),
 };
 
 static const VMStateDescription qhca_vmstate = {

@@ -102,6 +102,37 @@ static void test_bars(void)
     qhca_stop(&t);
 }
 
+/* The window-kib property: out of range refuses to realize, in range works */
+static void test_window_property(void)
+{
+    const char *qemu = getenv("QTEST_QEMU_BINARY");
+    static const char *const bad[] = { "8", "8192" };
+    static const char *const good[] = { "16", "4096" };
+    int i;
+
+    g_assert_nonnull(qemu);
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        g_autofree char *dev = g_strdup_printf("qhca,window-kib=%s", bad[i]);
+        g_autofree char *err = NULL;
+        const char *argv[] = { qemu, "-machine", "q35", "-nodefaults",
+                               "-display", "none", "-S", "-device", dev,
+                               NULL };
+        int status = 0;
+
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                                   G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                                   NULL, &err, &status, NULL));
+        g_assert_nonnull(strstr(err, "window-kib must be"));
+        g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    for (i = 0; i < ARRAY_SIZE(good); i++) {
+        QTestState *qts = qtest_initf("-machine q35 -nodefaults "
+                                      "-device qhca,window-kib=%s", good[i]);
+
+        qtest_quit(qts);
+    }
+}
+
 static void test_registers(void)
 {
     QhcaTest t;
@@ -3649,6 +3680,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/pci/bars", test_bars);
     qtest_add_func("/qhca/pci/msix", test_msix);
     qtest_add_func("/qhca/regs/basic", test_registers);
+    qtest_add_func("/qhca/props/window", test_window_property);
     qtest_add_func("/qhca/regs/enable-reset", test_enable_and_reset);
     qtest_add_func("/qhca/regs/enable-bad-config", test_enable_bad_config);
     qtest_add_func("/qhca/doorbell/read", test_doorbell_page_reads);
