@@ -125,12 +125,27 @@ static bool req_outstanding(const QhcaQp *qp)
            qp_is_rc(qp);
 }
 
+/* A loss: send less at once (see qp_send_window()) */
+static void cwnd_loss(QhcaQp *qp, unsigned div)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    e->cwnd = MAX(QHCA_CWND_MIN, (uint32_t)qp_send_window(qp) / div);
+}
+
+/* The peer has everything up to and including @psn */
 static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     QhcaQpEngine *e = qp->eng;
 
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
+        if (e->cwnd) {
+            e->cwnd += psn_diff(psn, e->acked);
+            if (e->cwnd >= (uint32_t)qp_window(qp)) {
+                e->cwnd = 0;
+            }
+        }
         e->acked = psn;
         e->nak_rewound = false;
         e->retry_left = qp->attr.retry_cnt;
@@ -260,6 +275,7 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
             e->nak_rewound = true;
             e->nak_psn = h->psn;
             c->stat_retransmits++;
+            cwnd_loss(qp, 2);
             qhca_req_rewind(c, qp, h->psn);
         } else {
             req_fail_at(qp, h->psn,
@@ -316,6 +332,7 @@ static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
             !st->reread) {
             st->reread = true;
             c->stat_retransmits++;
+            cwnd_loss(qp, 2);
             qhca_req_rewind(c, qp, st->next_resp_psn);
         }
         return false;
@@ -407,6 +424,7 @@ void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
     }
     e->retry_left--;
     c->stat_retransmits++;
+    cwnd_loss(qp, 4);
     for (uint16_t j = qp->sq.ci; j != e->sq_pi; j++) {
         e->wqe[j & sq_mask(qp)].reread = false;
     }

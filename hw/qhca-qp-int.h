@@ -22,6 +22,7 @@
  * again; a lossless wire can take more.
  */
 #define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
+#define QHCA_CWND_MIN           8       /* packets in flight, after losses */
 #define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often, and */
                                         /* at least 4 times per window */
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
@@ -145,6 +146,7 @@ struct QhcaQpEngine {
     uint32_t units;             /* host memory charged to the budget */
     uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
     uint32_t window_bytes;      /* QhcaCore.window_bytes when created */
+    uint32_t cwnd;              /* packets in flight after a loss; 0: all */
 };
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)
@@ -169,6 +171,20 @@ static inline uint32_t qp_mtu(const QhcaQp *qp)
 static inline int32_t qp_window(const QhcaQp *qp)
 {
     return MAX(8, qp->eng->window_bytes / qp_mtu(qp));
+}
+
+/*
+ * What the requester may have in flight now: the window, or less after a
+ * loss.  Each loss halves it (a timeout quarters it) and every packet
+ * acknowledged gives one back, so a window larger than what the wire
+ * buffers settles below the point where bursts are lost, instead of losing
+ * the same packets on every retransmission.
+ */
+static inline int32_t qp_send_window(const QhcaQp *qp)
+{
+    int32_t w = qp_window(qp);
+
+    return qp->eng->cwnd ? MIN(w, (int32_t)qp->eng->cwnd) : w;
 }
 
 static inline bool qp_is_rc(const QhcaQp *qp)

@@ -336,7 +336,9 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
         uint32_t piece = e->req_off / chunk_max;
 
-        if (psn_diff(end, e->acked) > qp_window(qp)) {
+        /* one piece at a time at least, whatever losses did to cwnd */
+        if (psn_diff(end, e->acked) >
+            MAX(qp_send_window(qp), (int32_t)read_piece_pkts(qp))) {
             return SEND_WAIT;
         }
         /* a new piece needs a responder resource; a piece asked again not */
@@ -408,7 +410,7 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(psn, e->acked) > qp_window(qp)) {
+        if (psn_diff(psn, e->acked) > qp_send_window(qp)) {
             return SEND_WAIT;
         }
         if (!*budget) {
