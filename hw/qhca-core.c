@@ -1524,6 +1524,16 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         trace_qhca_rx_drop(len, "device not ready or frame too long");
         return;
     }
+    if (c->drop_ppm) {
+        /* a lossy wire on purpose (the "drop-ppm" property), for tests */
+        c->drop_rng = c->drop_rng * 6364136223846793005ULL +
+                      1442695040888963407ULL;
+        if ((c->drop_rng >> 33) % 1000000 < c->drop_ppm) {
+            c->stat_rx_dropped++;
+            trace_qhca_rx_drop(len, "dropped on purpose (drop-ppm)");
+            return;
+        }
+    }
     f = g_malloc(sizeof(*f) + len);
     f->len = len;
     memcpy(f->data, frame, len);

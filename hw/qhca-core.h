@@ -170,6 +170,8 @@ struct QhcaCore {
     void *opaque;
     uint8_t mac[6];
     uint32_t window_bytes;      /* per-QP limit of data in flight */
+    uint32_t drop_ppm;          /* received frames dropped on purpose */
+    uint64_t drop_rng;
 
     /* registers */
     uint32_t ctrl;

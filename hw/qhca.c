@@ -45,6 +45,7 @@ struct QhcaState {
     QEMUTimer *timer;
 
     uint32_t window_kib;
+    uint32_t drop_ppm;
 
     QhcaCore core;
 };
@@ -317,6 +318,10 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
                    QHCA_WINDOW_MIN / 1024, QHCA_WINDOW_LIMIT / 1024);
         return;
     }
+    if (s->drop_ppm > 1000000) {
+        error_setg(errp, "qhca: drop-ppm must be at most 1000000");
+        return;
+    }
     pdev->config[PCI_INTERRUPT_PIN] = 1;
 
     memory_region_init_io(&s->reg_bar, OBJECT(s), &qhca_reg_ops, s,
@@ -356,6 +361,8 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
     qhca_core_init(&s->core, &qhca_core_ops, s, s->conf.macaddr.a);
     s->core.window_bytes = s->window_kib * 1024;
+    s->core.drop_ppm = s->drop_ppm;
+    s->core.drop_rng = s->conf.macaddr.a[5] + 1;
 }
 
 static void qhca_exit(PCIDevice *pdev)
@@ -383,6 +390,8 @@ static const Property qhca_properties[] = {
     /* data in flight per QP; more than the default wants a lossless wire */
     DEFINE_PROP_UINT32("window-kib", QhcaState, window_kib,
                        QHCA_WINDOW_DEFAULT / 1024),
+    /* for tests and benchmarks: drop this many received frames per million */
+    DEFINE_PROP_UINT32("drop-ppm", QhcaState, drop_ppm, 0),
 };
 
 static const VMStateDescription qhca_vmstate = {

@@ -1262,6 +1262,9 @@ static void pair_dev(Pair *p, QhcaDev *d, QTestState *qts, int slot,
     dev_init(d, base);
 }
 
+/* More properties for both devices of the next pair_start(), e.g. ",a=b" */
+static const char *pair_dev_props = "";
+
 static void pair_start(Pair *p, WirePolicy policy)
 {
     g_autofree char *dump = NULL;
@@ -1282,11 +1285,12 @@ static void pair_start(Pair *p, WirePolicy policy)
     qts = qtest_initf("-machine q35 -nodefaults -m %dM "
                       "-netdev socket,id=na,fd=%d "
                       "-device qhca,addr=04.0,netdev=na,"
-                      "mac=52:54:00:00:00:0a "
+                      "mac=52:54:00:00:00:0a%s "
                       "-netdev socket,id=nb,fd=%d "
                       "-device qhca,addr=05.0,netdev=nb,"
-                      "mac=52:54:00:00:00:0b %s",
-                      RAM_SIZE_MB, sa[1], sb[1], dump ? dump : "");
+                      "mac=52:54:00:00:00:0b%s %s",
+                      RAM_SIZE_MB, sa[1], pair_dev_props, sb[1],
+                      pair_dev_props, dump ? dump : "");
     close(sa[1]);
     close(sb[1]);
     p->w.fd[0] = sa[0];
@@ -3552,6 +3556,58 @@ static void read_pieces_one_resource(WirePolicy policy)
     pair_stop(&p);
 }
 
+/*
+ * The drop-ppm property: each device drops 10% of the frames it receives
+ * on purpose; 200 SENDs still arrive in order, exactly once, and the
+ * devices counted what they dropped
+ */
+static void test_wire_drop_ppm(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    uint32_t drops;
+    int i;
+
+    pair_dev_props = ",drop-ppm=100000";
+    pair_start(&p, WIRE_PASS);
+    pair_dev_props = "";
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mb = mr_reg(&p.b, b.pdn, 200 * 16, QHCA_ACCESS_LOCAL_WRITE, 0x10000);
+    drops = rd(&p.a.t, QHCA_REG_STAT_RX_DROPPED) +
+            rd(&p.b.t, QHCA_REG_STAT_RX_DROPPED);
+    for (i = 0; i < 200; i++) {
+        s = sge(&mb, i * 16, 16);
+        post_recv(&b, i, &s, 1);
+    }
+    for (i = 0; i < 200; i++) {
+        uint32_t v = cpu_to_le32(i);
+
+        mr_io(&p.a, &ma, 0, &v, 4, true);
+        s = sge(&ma, 0, 4);
+        w = wqe(QHCA_WQE_SEND, i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+        expect_cqe(&a, i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    }
+    for (i = 0; i < 200; i++) {
+        uint32_t v;
+
+        c = poll_cq(&b);
+        g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, i);
+        mr_io(&p.b, &mb, i * 16, &v, 4, false);
+        g_assert_cmpuint(le32_to_cpu(v), ==, i);
+    }
+    g_assert_true(cq_idle(&b, 50));
+    g_assert_cmpuint(rd(&p.a.t, QHCA_REG_STAT_RX_DROPPED) +
+                     rd(&p.b.t, QHCA_REG_STAT_RX_DROPPED), >, drops + 10);
+    pair_stop(&p);
+}
+
 static void test_wire_read_pieces_one_resource(void)
 {
     read_pieces_one_resource(WIRE_PASS);
@@ -3562,6 +3618,7 @@ static void qhca_add_hostile_tests(void)
 {
     qtest_add_func("/qhca/wire/read-pieces-one-resource",
                    test_wire_read_pieces_one_resource);
+    qtest_add_func("/qhca/wire/drop-ppm", test_wire_drop_ppm);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);
     qtest_add_func("/qhca/hostile/cq-on-own-bar", test_hostile_cq_on_own_bar);
