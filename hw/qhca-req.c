@@ -274,6 +274,18 @@ enum {
     SEND_FAILED,                /* the WQE failed (qhca_wqe_done) */
 };
 
+/* A packet of the WQE at req_idx went out, with @n more bytes of it */
+static void req_sent(QhcaCore *c, QhcaQp *qp, uint64_t n, unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    e->req_off += n;
+    (*budget)--;
+    if (e->deadline < 0) {
+        qhca_qp_arm_timer(c, qp);
+    }
+}
+
 /* Packets in one READ piece (see rc_send_read()) */
 static uint32_t read_piece_pkts(const QhcaQp *qp)
 {
@@ -357,11 +369,7 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->reth.rkey = le32_to_cpu(w->rdma.rkey);
         h->reth.dma_len = n;
         qhca_send_simple(c, h, NULL, 0);
-        e->req_off += n;
-        (*budget)--;
-        if (e->deadline < 0) {
-            qhca_qp_arm_timer(c, qp);
-        }
+        req_sent(c, qp, n, budget);
     } while (e->req_off < len);
     return SEND_DONE;
 }
@@ -370,8 +378,6 @@ static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
                           const struct qhca_send_wqe *w, QhcaWqeState *st,
                           QhcaRoceHdr *h, unsigned *budget)
 {
-    QhcaQpEngine *e = qp->eng;
-
     h->opcode = w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ?
                 QHCA_ROCE_OP_RC_COMPARE_SWAP : QHCA_ROCE_OP_RC_FETCH_ADD;
     h->psn = st->first_psn;
@@ -385,10 +391,7 @@ static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
         h->atomic.swap_add = le64_to_cpu(w->rdma.compare_add);
     }
     qhca_send_simple(c, h, NULL, 0);
-    (*budget)--;
-    if (e->deadline < 0) {
-        qhca_qp_arm_timer(c, qp);
-    }
+    req_sent(c, qp, 0, budget);
     return SEND_DONE;
 }
 
@@ -444,11 +447,7 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             return SEND_FAILED;
         }
         qhca_frame_send(c, h, n);
-        e->req_off += n;
-        (*budget)--;
-        if (e->deadline < 0) {
-            qhca_qp_arm_timer(c, qp);
-        }
+        req_sent(c, qp, n, budget);
     } while (e->req_off < len);
     return SEND_DONE;
 }
