@@ -26,6 +26,7 @@
 #define QHCA_ACK_REQ_EVERY      16      /* AckReq at least this often, and */
                                         /* at least 4 times per window */
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
+#define QHCA_KICK_BUDGET        16      /* packets sent by a doorbell itself */
 /* The longest message (IBA: 2^31 bytes); longer RETH lengths are invalid */
 #define QHCA_MAX_MSG_BYTES      (1ULL << 31)
 #define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
@@ -237,7 +238,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
                     uint16_t idx, struct qhca_send_wqe *w, uint64_t *addr,
                     struct qhca_sge *sge, uint64_t *len);
-void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more);
+void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget);
 void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn);
 
 /* qhca-comp.c: the completer */

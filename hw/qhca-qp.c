@@ -429,6 +429,31 @@ bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp)
     return qp->attr.qp_state == QHCA_QPS_SQD && qp->sq.ci != qp->eng->req_idx;
 }
 
+/*
+ * An SQ doorbell starts sending at once, in the doorbell's own context (an
+ * MMIO write: guarded against re-entrancy like the bottom half, and with
+ * the engine between runs), up to QHCA_KICK_BUDGET packets; the bottom half
+ * does the rest.  Waiting for the bottom half cost a wake-up of QEMU's
+ * main-loop thread per message: 17 us typically, milliseconds when that
+ * thread waited for a host core (docs/performance.md, time budget).
+ */
+static void qp_kick(QhcaCore *c, QhcaQp *qp)
+{
+    bool more = false;
+
+    if (qp->attr.qp_state != QHCA_QPS_RTS || qp->eng->rnr_wait) {
+        qp_schedule(c);
+        return;
+    }
+    qhca_req_run(c, qp, &more, QHCA_KICK_BUDGET);
+    qhca_sq_complete(c, qp);
+    core_timer_update(c);
+    /* what waits for an ACK, the window or a timer is woken by those */
+    if (more) {
+        qp_schedule(c);
+    }
+}
+
 void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
 {
     QhcaRing *r = sq ? &qp->sq : &qp->rq;
@@ -449,9 +474,10 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
     }
     if (sq) {
         qp->eng->sq_pi = pi;
-    } else {
-        qp->eng->rq_pi = pi;
+        qp_kick(c, qp);
+        return;
     }
+    qp->eng->rq_pi = pi;
     qp_schedule(c);
 }
 
@@ -571,7 +597,8 @@ bool qhca_qp_engine_run(QhcaCore *c)
         case QHCA_QPS_SQD:
             budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
             more |= qhca_resp_drain(c, qp, &budget);
-            qhca_req_run(c, qp, &more);
+            qhca_req_run(c, qp, &more,
+                         MIN(QHCA_TX_BUDGET, qhca_tx_room(c)));
             qhca_sq_complete(c, qp);
             if (qp->attr.qp_state == QHCA_QPS_SQD && !e->drained_notified &&
                 qp->sq.ci == e->req_idx) {

@@ -545,13 +545,12 @@ static int req_fetch_new(QhcaCore *c, QhcaQp *qp, QhcaWqeState *st,
 
 /*
  * The requester: start and send WQEs from req_idx on, within the window
- * and a budget of packets.  *more is set only when the budget ran out with
+ * and @budget packets.  *more is set only when the budget ran out with
  * work left: a full window waits for an ACK or the timer, never spins.
  */
-void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more)
+void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
 {
     QhcaQpEngine *e = qp->eng;
-    unsigned budget = MIN(QHCA_TX_BUDGET, qhca_tx_room(c));
     uint8_t state = qp->attr.qp_state;
 
     if (e->rnr_wait) {
