@@ -225,7 +225,8 @@ class GuestRun:
     def __init__(self, n=2, rxe=(), one_segment=False, run_script=None, runs=None,
                  add=(), directory=None, timeout=600, ready_timeout=None,
                  accel="auto", append="", mem=1024, image=IMAGE,
-                 qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False):
+                 qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
+                 mtu=None, wire=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -248,6 +249,13 @@ class GuestRun:
         self.qemu_bin = qemu_bin
         self.qemu_extra = list(qemu_extra)
         self.capture = capture
+        # as scripts/launch: eth0 MTU 9000 (RDMA path MTU 4096), UDP wire
+        self.mtu = int(mtu or os.environ.get("QHCA_GUEST_MTU", 9000))
+        self.wire = wire or os.environ.get("QHCA_WIRE", "udp")
+        if not 576 <= self.mtu <= 65535:
+            raise ValueError("mtu must be 576..65535")
+        if self.wire not in ("udp", "unix"):
+            raise ValueError("wire must be udp or unix")
         self.netns = None
         if n >= 3 or (n >= 2 and self.one_segment):
             self.netns = f"qhca-{os.getpid()}"
@@ -279,6 +287,10 @@ class GuestRun:
             return f"hubport,id={nid},hubid={hub}"
         if self.netns:
             return f"tap,id={nid},ifname=q{i}{net},script=no,downscript=no"
+        if self.wire == "unix":
+            return (f"dgram,id={nid},local.type=unix,"
+                    f"local.path={self.dir}/{net}{i}.sock,remote.type=unix,"
+                    f"remote.path={self.dir}/{net}{3 - i}.sock")
         base = 0 if net == "ip" else self.n
         me, peer = self.ports[base + i - 1], self.ports[base + (3 - i) - 1]
         return (f"dgram,id={nid},local.type=inet,local.host=127.0.0.1,"
@@ -338,7 +350,8 @@ class GuestRun:
                 "-kernel", KERNEL, "-initrd", os.path.join(self.dir, f"guest{i}.initrd"),
                 "-append", append,
                 "-netdev", self._netdev("ip", i),
-                "-device", f"virtio-net-pci,netdev=ipnet,mac={mac(i)},romfile="]
+                "-device", f"virtio-net-pci,netdev=ipnet,mac={mac(i)},romfile=,"
+                           f"host_mtu={self.mtu}"]
         if self.has_qhca(i):
             args += ["-netdev", self._netdev("rdma", i),
                      "-device", f"qhca,netdev=rdmanet,mac={mac(i)}"]
