@@ -358,6 +358,8 @@ int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd,
 			      struct ibv_qp_init_attr *attr);
+int qhca_check_qp_attr(struct qhca_context *ctx,
+		       struct ibv_qp_init_attr_ex *attr);
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *ibctx,
 				 struct ibv_qp_init_attr_ex *attr);
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,

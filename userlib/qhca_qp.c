@@ -159,10 +159,11 @@ static void qhca_clean_cqs(struct qhca_qp *qp)
 }
 
 #define QHCA_QP_SUPPORTED_COMP_MASK \
-	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | \
+	 IBV_QP_INIT_ATTR_CREATE_FLAGS)
 
-static int qhca_check_qp_attr(struct qhca_context *ctx,
-			      struct ibv_qp_init_attr_ex *attr)
+int qhca_check_qp_attr(struct qhca_context *ctx,
+		       struct ibv_qp_init_attr_ex *attr)
 {
 	if (!check_comp_mask(attr->comp_mask, QHCA_QP_SUPPORTED_COMP_MASK)) {
 		verbs_err(&ctx->ibv_ctx, "qhca: unsupported comp_mask %#x\n",
@@ -178,6 +179,13 @@ static int qhca_check_qp_attr(struct qhca_context *ctx,
 	}
 	if (!attr->send_cq || !attr->recv_cq)
 		return EINVAL;
+	/* the comp_mask bit alone asks for nothing; no create flag is done */
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    attr->create_flags) {
+		verbs_err(&ctx->ibv_ctx, "qhca: unsupported create_flags %#x\n",
+			  attr->create_flags);
+		return EOPNOTSUPP;
+	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    !check_comp_mask(attr->send_ops_flags,
 			     qhca_supported_send_ops(attr->qp_type))) {
@@ -196,6 +204,7 @@ static struct ibv_qp *qhca_create_qp_common(struct ibv_context *ibctx,
 	struct qhca_uv_create_qp_resp resp = {};
 	struct qhca_uv_create_qp cmd = {};
 	struct ibv_qp_cap req_cap = attr->cap;
+	uint32_t comp_mask = attr->comp_mask;
 	struct qhca_qp *qp;
 	int ret;
 
@@ -225,8 +234,14 @@ static struct ibv_qp *qhca_create_qp_common(struct ibv_context *ibctx,
 	cmd.rq_va = (uintptr_t)qp->rq.buf;
 	cmd.rq_depth = qp->rq.depth;
 
+	/*
+	 * create_flags were checked to be 0: the command (whose comp_mask
+	 * check refuses the bit) need not hear of them
+	 */
+	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	attr->comp_mask = comp_mask;
 	if (ret)
 		goto err_teardown;
 

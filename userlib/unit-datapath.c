@@ -1533,7 +1533,18 @@ static void test_create_validation(void)
 	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
 	   "create_qp_ex: BIND_MW in send_ops_flags is EOPNOTSUPP");
 
+	/* IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag is a plain create */
 	qattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	qattr.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	qattr.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	errno = 0;
+	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
+	   "create_qp_ex: a create flag the device cannot honour is EOPNOTSUPP");
+	qattr.create_flags = 0;
+	ok(qhca_check_qp_attr(ctx, &qattr) == 0,
+	   "create_qp_ex: IBV_QP_INIT_ATTR_CREATE_FLAGS with create_flags 0 passes the provider's checks");
+	qattr.comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+
 	qattr.qp_type = IBV_QPT_UC;
 	errno = 0;
 	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
