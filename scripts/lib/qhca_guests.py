@@ -22,6 +22,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -489,6 +490,14 @@ class GuestRun:
         line as it comes; on_tick(run) is called about four times a second."""
         os.makedirs(self.dir, exist_ok=True)
         accel = choose_accel(self.accel_wanted)
+        # SIGTERM stops the guests too (the finally of _boot_and_watch)
+        old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        try:
+            return self._run(accel, on_line, on_tick)
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+
+    def _run(self, accel, on_line, on_tick):
         r = self._boot_and_watch(accel, on_line, on_tick)
         if r == "kvm-failed":
             log(f"KVM guests did not boot ({self.kvm_failure})")
