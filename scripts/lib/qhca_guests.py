@@ -483,6 +483,11 @@ class GuestRun:
         finally:
             self._stop_guests()
             self._stop_networks()
+            for i in range(1, self.n + 1):
+                try:
+                    os.unlink(os.path.join(self.dir, f"guest{i}.initrd"))
+                except OSError:
+                    pass
 
     def run(self, on_line=None, on_tick=None):
         """Boot, watch, stop; collect outputs and status. True if every guest
