@@ -33,6 +33,19 @@ echo "# bench: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 echo "# bench: $PAIR_DEV $(ibv_devinfo -d "$PAIR_DEV" 2>/dev/null | grep -E 'active_mtu' | tr -s ' \t' ' ')"
 echo "# bench: eth0 mtu $(cat /sys/class/net/eth0/mtu 2>/dev/null)"
 
+# bench_barrier TAG: every guest of the run gets here before any goes on.
+# Through the pair mailboxes (nc -ll: every connection is taken), not
+# qhca_barrier, whose one-shot listeners can lose a connection that comes
+# while the previous one is being answered (seen with four guests).
+bench_barrier() {
+	for _bp in $QHCA_PEERS; do
+		pair_send "$_bp" "bar-$1" BAR || return 1
+	done
+	for _bp in $QHCA_PEERS; do
+		pair_wait "$_bp" "bar-$1" BAR 600 >/dev/null || return 1
+	done
+}
+
 cpu_stat() {	# the "cpu" line of /proc/stat, without its name
 	read -r _c _l </proc/stat
 	echo "$_l"
@@ -55,14 +68,11 @@ if [ -f /qhca/bench.plan ]; then
 		QPERF_PID=$!
 	fi
 	port=19000
-	bar=7400
 	while read -r tag kind a b c d e <&3; do
 		case $tag in ''|'#'*) continue ;; esac
 		port=$((port + 1))
 		if [ "$NPAIRS" -gt 1 ]; then
-			bar=$((bar + 1))
-			[ $bar -gt 7999 ] && bar=7401
-			qhca_barrier "$bar" 600 || echo "# barrier before $tag failed"
+			bench_barrier "$tag" || echo "# barrier before $tag failed"
 		fi
 		echo "QHCA-BENCH-BEGIN $tag"
 		c0=$(cpu_stat)
@@ -98,7 +108,7 @@ if [ -f /qhca/bench.plan ]; then
 		pair_notes
 	done 3</qhca/bench.plan
 	# servers keep their qperf until every client is through
-	[ "$QHCA_N" -gt 1 ] && { qhca_barrier 7398 900 || echo "# end barrier failed"; }
+	[ "$QHCA_N" -gt 1 ] && { bench_barrier end || echo "# end barrier failed"; }
 	[ -n "${QPERF_PID:-}" ] && kill "$QPERF_PID" 2>/dev/null
 	pair_stop_mailbox
 	echo "# checks done: $PASSED passed, $FAILED failed"
