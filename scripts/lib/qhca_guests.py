@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -252,7 +253,8 @@ class GuestRun:
         self.capture = capture
         # as scripts/launch: eth0 MTU 9000 (RDMA path MTU 4096), UDP wire
         self.mtu = int(mtu or os.environ.get("QHCA_GUEST_MTU", 9000))
-        self.wire = wire or os.environ.get("QHCA_WIRE", "udp")
+        self.wire = wire or os.environ.get("QHCA_WIRE", "unix")
+        self.sockdir = None
         if not 576 <= self.mtu <= 65535:
             raise ValueError("mtu must be 576..65535")
         if self.wire not in ("udp", "unix"):
@@ -290,8 +292,8 @@ class GuestRun:
             return f"tap,id={nid},ifname=q{i}{net},script=no,downscript=no"
         if self.wire == "unix":
             return (f"dgram,id={nid},local.type=unix,"
-                    f"local.path={self.dir}/{net}{i}.sock,remote.type=unix,"
-                    f"remote.path={self.dir}/{net}{3 - i}.sock")
+                    f"local.path={self.sockdir}/{net}{i},remote.type=unix,"
+                    f"remote.path={self.sockdir}/{net}{3 - i}")
         base = 0 if net == "ip" else self.n
         me, peer = self.ports[base + i - 1], self.ports[base + (3 - i) - 1]
         return (f"dgram,id={nid},local.type=inet,local.host=127.0.0.1,"
@@ -304,7 +306,11 @@ class GuestRun:
 
     def _start_networks(self):
         if self.n == 2 and not self.netns:
-            self.ports = free_udp_ports(4)
+            if self.wire == "unix":
+                # AF_UNIX paths have room for about 107 bytes: a short dir
+                self.sockdir = tempfile.mkdtemp(prefix="qhca-wire.", dir="/tmp")
+            else:
+                self.ports = free_udp_ports(4)
         if not self.netns:
             return
         if not shutil.which("ip"):
@@ -327,6 +333,9 @@ class GuestRun:
                 self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
 
     def _stop_networks(self):
+        if self.sockdir:
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+            self.sockdir = None
         if self._netns_made:
             self._ip("netns", "del", self.netns, check=False)
             self._netns_made = False
