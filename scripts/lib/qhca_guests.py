@@ -253,7 +253,7 @@ class GuestRun:
         self.capture = capture
         # as scripts/launch: eth0 MTU 9000 (RDMA path MTU 4096), UDP wire
         self.mtu = int(mtu or os.environ.get("QHCA_GUEST_MTU", 9000))
-        self.wire = wire or os.environ.get("QHCA_WIRE", "unix")
+        self.wire = wire or os.environ.get("QHCA_WIRE", "udp")
         self.sockdir = None
         if not 576 <= self.mtu <= 65535:
             raise ValueError("mtu must be 576..65535")
