@@ -339,12 +339,7 @@ static void dev_init(QhcaDev *d, uint64_t base)
     d->cookie = 0;
     qtest_memset(d->t.qts, base + CMDQ_OFF, 0, 4 * 4096);
     wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_RESET);
-    wr(&d->t, QHCA_REG_CMDQ_BASE_LO, base + CMDQ_OFF);
-    wr(&d->t, QHCA_REG_CMDQ_LOG_DEPTH, CMDQ_LOG);
-    wr(&d->t, QHCA_REG_CMDCQ_BASE_LO, base + CMDCQ_OFF);
-    wr(&d->t, QHCA_REG_CMDCQ_LOG_DEPTH, CMDCQ_LOG);
-    wr(&d->t, QHCA_REG_AEQ_BASE_LO, base + AEQ_OFF);
-    wr(&d->t, QHCA_REG_AEQ_LOG_DEPTH, AEQ_LOG);
+    dev_init_regs_only(d);
     wr(&d->t, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
     g_assert_cmphex(rd(&d->t, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
 }
