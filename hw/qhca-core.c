@@ -17,6 +17,7 @@
 #include "qemu/host-utils.h"
 #include "qhca-core.h"
 #include "qhca-qp.h"
+#include "qhca-roce.h"
 #include "trace.h"
 
 void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val)
@@ -1457,7 +1458,7 @@ static void qhca_cmdq_run(QhcaCore *c)
     }
 }
 
-static bool qhca_rx_run(QhcaCore *c, unsigned budget);
+static bool qhca_rx_run(QhcaCore *c, unsigned budget, unsigned loop_budget);
 
 void qhca_core_run(QhcaCore *c)
 {
@@ -1473,7 +1474,7 @@ void qhca_core_run(QhcaCore *c)
         c->timer_due = false;
         qhca_qp_engine_timer(c);
     }
-    more = qhca_rx_run(c, 256);
+    more = qhca_rx_run(c, 256, QHCA_RUN_LOOP_FRAMES);
     more |= qhca_qp_engine_run(c);
     if (more) {
         c->ops->schedule(c->opaque);
@@ -1509,12 +1510,11 @@ bool qhca_core_can_receive(QhcaCore *c)
 }
 
 /*
- * Frames are queued and processed by qhca_core_run() (a bottom half), never
- * from inside the network layer's delivery: a frame this device sends may
- * be delivered to a peer in the same QEMU synchronously, and that peer's
- * answer must not re-enter this device's engine.
+ * Take a received frame (from the wire or looped back) onto @q, or drop it:
+ * what every frame goes through before the engine sees it
  */
-void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
+static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
+                            const uint8_t *frame, size_t len)
 {
     QhcaRxFrame *f;
 
@@ -1537,27 +1537,131 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     f = g_malloc(sizeof(*f) + len);
     f->len = len;
     memcpy(f->data, frame, len);
-    g_queue_push_tail(&c->rxq, f);
-    c->rxq_bytes += len;
+    g_queue_push_tail(q, f);
+    *bytes += len;
     c->ops->schedule(c->opaque);
 }
 
-/* Process up to @budget queued frames; true if more are waiting */
-static bool qhca_rx_run(QhcaCore *c, unsigned budget)
+/*
+ * Frames are queued and processed by qhca_core_run() (a bottom half), never
+ * from inside the network layer's delivery: a frame this device sends may
+ * be delivered to a peer in the same QEMU synchronously, and that peer's
+ * answer must not re-enter this device's engine.
+ */
+void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
 {
-    QhcaRxFrame *f;
+    if (len >= 12 && !memcmp(frame + 6, c->mac, 6)) {
+        /*
+         * Our own source MAC: a copy of a frame we sent, reflected by the
+         * wire (a multicast socket loops it back, a hub may); frames to
+         * ourselves are looped inside the device (qhca_core_loopback()),
+         * so taking this copy too would deliver them twice.
+         */
+        c->stat_rx_frames++;
+        c->stat_rx_dropped++;
+        trace_qhca_rx_drop(len, "from our own MAC (a reflection)");
+        return;
+    }
+    qhca_rx_enqueue(c, &c->rxq, &c->rxq_bytes, frame, len);
+}
 
-    while (budget-- && (f = g_queue_pop_head(&c->rxq))) {
-        c->rxq_bytes -= f->len;
-        qhca_qp_engine_receive(c, f->data, f->len);
-        g_free(f);
+/* The IPv4 address of a valid GID of ours is @ip */
+static bool qhca_own_ip(QhcaCore *c, uint32_t ip)
+{
+    static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0xff, 0xff };
+    unsigned i;
+
+    for (i = 0; i < QHCA_GID_TABLE_LEN; i++) {
+        if (c->gid[i].valid &&
+            !memcmp(c->gid[i].gid, v4mapped, sizeof(v4mapped)) &&
+            (uint32_t)ldl_be_p(c->gid[i].gid + 12) == ip) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Loopback.  The glue hands every frame the device sends here first: a
+ * frame for this device itself (its destination MAC is ours and its
+ * destination IPv4 address one of our GIDs: what the receive path accepts)
+ * is queued on the loop queue and received by qhca_core_run() like a frame
+ * from the wire.  Called from inside the engine (the transmit path): it
+ * never processes the frame here, it only queues it, bounded, and asks for
+ * a run.  Returns true if the frame was for this device (queued or
+ * dropped); the glue still puts it on the wire (see docs/hardware.md).
+ */
+bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    const size_t ip = QHCA_ROCE_ETH_HLEN;
+
+    if (len < ip + QHCA_ROCE_IPV4_HLEN || memcmp(frame, c->mac, 6) ||
+        lduw_be_p(frame + 12) != QHCA_ROCE_ETHERTYPE_IPV4 ||
+        !qhca_own_ip(c, (uint32_t)ldl_be_p(frame + ip + 16))) {
+        return false;
+    }
+    c->stat_loopback++;
+    if (g_queue_get_length(&c->loopq) >= QHCA_LOOPQ_MAX_FRAMES ||
+        c->loopq_bytes + len > QHCA_LOOPQ_MAX_BYTES) {
+        c->stat_loop_dropped++;
+        c->stat_rx_frames++;
+        c->stat_rx_dropped++;
+        trace_qhca_loop_drop(len, g_queue_get_length(&c->loopq),
+                             c->loopq_bytes);
+        return true;
+    }
+    trace_qhca_loopback(len);
+    qhca_rx_enqueue(c, &c->loopq, &c->loopq_bytes, frame, len);
+    return true;
+}
+
+static void qhca_rx_one(QhcaCore *c, GQueue *q, uint32_t *bytes)
+{
+    QhcaRxFrame *f = g_queue_pop_head(q);
+
+    *bytes -= f->len;
+    qhca_qp_engine_receive(c, f->data, f->len);
+    g_free(f);
+}
+
+/*
+ * Process up to @budget queued frames from the wire and up to @loop_budget
+ * looped ones, taking turns; true if more are waiting.  Of the looped
+ * frames only those queued before this run: what the engine sends to
+ * itself while it runs waits for the next run, so a looped exchange never
+ * goes on within one run.
+ */
+static bool qhca_rx_run(QhcaCore *c, unsigned budget, unsigned loop_budget)
+{
+    loop_budget = MIN(loop_budget, g_queue_get_length(&c->loopq));
+    while (budget || loop_budget) {
+        bool any = false;
+
+        if (loop_budget && !g_queue_is_empty(&c->loopq)) {
+            loop_budget--;
+            qhca_rx_one(c, &c->loopq, &c->loopq_bytes);
+            any = true;
+        } else {
+            loop_budget = 0;
+        }
+        if (budget && !g_queue_is_empty(&c->rxq)) {
+            budget--;
+            qhca_rx_one(c, &c->rxq, &c->rxq_bytes);
+            any = true;
+        } else {
+            budget = 0;
+        }
+        if (!any) {
+            break;
+        }
     }
     if (c->rx_blocked && g_queue_get_length(&c->rxq) < QHCA_RXQ_MAX_FRAMES &&
         c->rxq_bytes < QHCA_RXQ_MAX_BYTES) {
         c->rx_blocked = false;
         c->ops->rx_resume(c->opaque);
     }
-    return !g_queue_is_empty(&c->rxq);
+    return !g_queue_is_empty(&c->rxq) || !g_queue_is_empty(&c->loopq);
 }
 
 void qhca_core_link_changed(QhcaCore *c)
@@ -1595,6 +1699,10 @@ static void qhca_rxq_clear(QhcaCore *c)
         g_free(f);
     }
     c->rxq_bytes = 0;
+    while ((f = g_queue_pop_head(&c->loopq))) {
+        g_free(f);
+    }
+    c->loopq_bytes = 0;
 }
 
 void qhca_core_reset(QhcaCore *c)
@@ -1630,6 +1738,7 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
 {
     memset(c, 0, sizeof(*c));
     g_queue_init(&c->rxq);
+    g_queue_init(&c->loopq);
     c->timer_deadline = -1;
     c->ops = ops;
     c->opaque = opaque;
@@ -1729,6 +1838,10 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
         return c->stat_retransmits;
     case QHCA_REG_STAT_GUEST_ERRORS:
         return c->stat_guest_errors;
+    case QHCA_REG_STAT_LOOPBACK:
+        return c->stat_loopback;
+    case QHCA_REG_STAT_LOOP_DROPPED:
+        return c->stat_loop_dropped;
     default:
         qhca_guest_ub(c, "read of undefined register", addr);
         return 0;

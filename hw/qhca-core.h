@@ -63,6 +63,14 @@ typedef struct QhcaCoreOps {
 /* Frames received and not yet processed (bounded) */
 #define QHCA_RXQ_MAX_FRAMES     4096
 #define QHCA_RXQ_MAX_BYTES      (32u << 20)
+/*
+ * Frames the device sent to itself (loopback), waiting to be received like
+ * frames from the wire (bounded: dropped when full), and how many of them
+ * one run of the bottom half receives at most (as many as a run may send)
+ */
+#define QHCA_LOOPQ_MAX_FRAMES   2048
+#define QHCA_LOOPQ_MAX_BYTES    (8u << 20)
+#define QHCA_RUN_LOOP_FRAMES    QHCA_RUN_TX_FRAMES
 /* Largest frame the device sends: headers + 4096-byte MTU payload + ICRC */
 #define QHCA_TX_FRAME_MAX       4352
 /* Longer received frames cannot be RoCEv2 from a 4096-byte MTU */
@@ -210,6 +218,9 @@ struct QhcaCore {
     GQueue rxq;
     uint32_t rxq_bytes;
     bool rx_blocked;            /* told the net layer we are full */
+    /* frames sent to ourselves, processed by qhca_core_run() too */
+    GQueue loopq;
+    uint32_t loopq_bytes;
     uint8_t txbuf[QHCA_TX_FRAME_MAX];
     uint16_t ip_id;
     int64_t timer_deadline;     /* -1: not armed */
@@ -229,6 +240,8 @@ struct QhcaCore {
     uint32_t stat_rx_bad_icrc;
     uint32_t stat_retransmits;
     uint32_t stat_guest_errors;
+    uint32_t stat_loopback;
+    uint32_t stat_loop_dropped;
 };
 
 void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
@@ -243,6 +256,7 @@ void qhca_core_run(QhcaCore *c);
 void qhca_core_timer(QhcaCore *c);
 bool qhca_core_can_receive(QhcaCore *c);
 void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
+bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_core_link_changed(QhcaCore *c);
 
 /* Used by the QP engine */

@@ -138,11 +138,19 @@ static void qhca_irq(void *opaque, unsigned vector)
     msix_notify(pdev, vector);
 }
 
+/*
+ * A frame for the device itself is looped inside it (queued, received by
+ * the next run of the bottom half) and, like every other frame, also handed
+ * to the netdev: a capture of the port (filter-dump) shows all the RoCEv2
+ * traffic of the device.  Peers drop the copy (not their MAC); if the wire
+ * reflects it back, qhca_core_receive() drops it (our source MAC).
+ */
 static void qhca_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     QhcaState *s = opaque;
 
     trace_qhca_tx_frame(len);
+    qhca_core_loopback(&s->core, frame, len);
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 

@@ -100,6 +100,8 @@ typedef uint64_t qhca_le64;
 #define QHCA_REG_STAT_RX_BAD_ICRC	0x10c
 #define QHCA_REG_STAT_RETRANSMITS	0x110
 #define QHCA_REG_STAT_GUEST_ERRORS	0x114
+#define QHCA_REG_STAT_LOOPBACK		0x118	/* frames sent to the device itself */
+#define QHCA_REG_STAT_LOOP_DROPPED	0x11c	/* of those, dropped: loop queue full */
 
 #define QHCA_CAP_RC			(1u << 0)
 #define QHCA_CAP_UD			(1u << 1)

@@ -226,6 +226,26 @@ def ud():
     return i.expect(A, UD, 0x61).expect(B, UD, 0x77)
 
 
+def loopback():
+    """Loopback on device A: RC between its two RC QPs, UD to itself."""
+    i = Input()
+    i.connect(qp=2)
+    i.recv(A, RC_SRQ, 0x51, [sge(0x20000, 4096)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x41, [sge(0, 3000)])
+    i.expect(A, RC_SRQ, 0x51).expect(A, RC, 0x41)
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x42, [sge(0x10000, 65536)],
+           remote=0x200000)
+    i.expect(A, RC, 0x42, ms=100)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 0x43, [sge(0x40000, 65536)],
+           remote=0x200000)
+    i.expect(A, RC, 0x43, ms=100)
+    i.recv(A, UD, 0x77, [sge(0x60000, 140)])
+    i.send(A, UD, 'QHCA_WQE_SEND', 0x60, [sge(0, 100)], remote=0x4321)
+    i.expect(A, UD, 0x60)
+    i.send(A, UD, 'QHCA_WQE_SEND_WITH_IMM', 0x61, [sge(0, 100)])
+    return i.expect(A, UD, 0x61).expect(A, UD, 0x77)
+
+
 def rnr():
     i = Input()
     i.connect(rnr_retry=2)
@@ -648,6 +668,7 @@ SEEDS = {
     'write-read-1m': lambda: write_read(1 << 20, 64),
     'atomics': atomics,
     'ud-grh': ud,
+    'loopback': loopback,
     'rnr': rnr,
     'retry-exceeded': retry_exceeded,
     'bad-rkey': lambda: bad_remote(0, 64, 'QHCA_WQE_RDMA_WRITE', rkey=2),

@@ -92,7 +92,10 @@
  *                  state aborts
  *   22 CONNECT     reconnect RC pair qp & 1 with the given path MTU,
  *                  timeout, retry counts, RNR timer, max_rd_atomic, access
- *                  and start PSN
+ *                  and start PSN; with qp & 2, loopback on device
+ *                  (qp >> 2) & 1 instead: its QPs 0 and 1 connected to
+ *                  each other, and its UD sends to its own address and UD
+ *                  QP from now on
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -592,11 +595,12 @@ static void op_send(Fz *f)
         return;
     }
     d = dev_sel(a.dev);
-    peer = peer_of(d);
     qp = hx_drv_qp(d, a.qp);
     if (!qp || !d->drv.up) {
         return;
     }
+    /* the remote memory and QP of a loopback connection are our own */
+    peer = qp->loopback ? d : peer_of(d);
     w.opcode = a.opcode;
     w.flags = a.flags;
     w.wr_id = cpu_to_le64(le32_to_cpu(a.imm));
@@ -1087,6 +1091,10 @@ static void op_connect(Fz *f)
     o.max_rd_atomic = a.max_rd;
     o.access = a.access;
     o.sq_psn = le32_to_cpu(a.psn);
+    if (a.qp & 2) {
+        hx_connect_loopback(dev_sel(a.qp >> 2), &o);
+        return;
+    }
     hx_connect_rc(&pair.dev[0], &pair.dev[0].drv.qp[q], &pair.dev[1],
                   &pair.dev[1].drv.qp[q], &o);
 }

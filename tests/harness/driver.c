@@ -433,6 +433,7 @@ static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
         return false;
     }
     qp->peer_qpn = pqp->qpn;
+    qp->loopback = d == peer;
     return true;
 }
 
@@ -440,6 +441,34 @@ bool hx_connect_rc(HxDev *a, HxQp *qa, HxDev *b, HxQp *qb,
                    const HxConnOpts *o)
 {
     return rc_connect_one(a, qa, b, qb, o) && rc_connect_one(b, qb, a, qa, o);
+}
+
+/*
+ * Loopback on one device: its RC QP with its own RQ and its RC QP on the
+ * SRQ connected to each other (its own GID and MAC), and an AH to its own
+ * address that UD sends use from now on, to its own UD QP
+ */
+bool hx_connect_loopback(HxDev *d, const HxConnOpts *o)
+{
+    struct qhca_cmd_create_ah ah = { 0 };
+    uint32_t ahn;
+
+    if (!hx_connect_rc(d, &d->drv.qp[HX_QP_RC], d, &d->drv.qp[HX_QP_RC_SRQ],
+                       o)) {
+        return false;
+    }
+    ah.pdn = cpu_to_le32(d->drv.pdn);
+    ah.hop_limit = 64;
+    ah.dgid[10] = ah.dgid[11] = 0xff;
+    stl_be_p(&ah.dgid[12], d->ip);
+    memcpy(ah.dmac, d->mac, 6);
+    if (!cmd_ok(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn)) {
+        return false;
+    }
+    d->drv.ahn = ahn;
+    d->drv.qp[HX_QP_UD].peer_qpn = d->drv.qp[HX_QP_UD].qpn;
+    d->drv.qp[HX_QP_UD].loopback = true;
+    return true;
 }
 
 static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
@@ -462,6 +491,7 @@ static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
         return false;
     }
     qp->peer_qpn = pqp->qpn;
+    qp->loopback = false;
     return true;
 }
 

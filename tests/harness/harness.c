@@ -432,6 +432,12 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
                        err ? qhca_roce_strerror(err) : "source MAC");
         }
     }
+    /*
+     * As hw/qhca.c: a frame for the device itself is queued on its loop
+     * queue (received by its next bottom-half run) and also goes on the
+     * wire, where the peer drops it (not its MAC)
+     */
+    qhca_core_loopback(&d->core, frame, len);
     if (len >= 54) {
         /* BTH at 42: dest QP in bytes 5..7, PSN in bytes 9..11 */
         uint32_t dqp = ldl_be_p(frame + 46) & 0xffffff;

@@ -19,7 +19,10 @@
  *     write, made synchronously from inside the irq callback;
  *   - the bottom half (schedule -> qhca_core_run on the next step), the
  *     virtual clock and the one retransmission timer per device, the
- *     netdev's can_receive/queue/flush.
+ *     netdev's can_receive/queue/flush;
+ *   - loopback as hw/qhca.c has it: every frame a device sends goes to
+ *     qhca_core_loopback() (which queues a frame for the device itself)
+ *     and onto the wire.
  *
  * What it checks (each a "finding", HxFinding):
  *   - every DMA the device makes into RAM is within what the guest granted
@@ -107,6 +110,7 @@ typedef struct HxQp {
     uint16_t sq_pi, rq_pi;
     /* the peer's QP this one is connected to (RC), or sends to (UD) */
     uint32_t peer_qpn;
+    bool loopback;              /* ... on the same device */
 } HxQp;
 
 #define HX_MAX_QPS              16
@@ -306,6 +310,7 @@ int hx_modify_qp(HxDev *d, uint32_t qpn, uint32_t mask,
 int hx_query_qp(HxDev *d, uint32_t qpn, struct qhca_qp_attr *a);
 bool hx_connect_rc(HxDev *a, HxQp *qa, HxDev *b, HxQp *qb,
                    const HxConnOpts *o);
+bool hx_connect_loopback(HxDev *d, const HxConnOpts *o);
 HxQp *hx_drv_qp(HxDev *d, unsigned sel);
 void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
                    uint32_t qpn, const HxRing *sq, const HxRing *rq);
