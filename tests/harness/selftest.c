@@ -1,7 +1,8 @@
 /*
  * Self-test of the two-device harness: the pair comes up, and SEND/RECV,
  * RDMA WRITE, READ, an atomic and a UD SEND complete with the right data,
- * with every DMA checked against the guest's grants.  Prints TAP lines.
+ * and again between QPs of one device (loopback), with every DMA checked
+ * against the guest's grants; the loop queue's bound.  Prints TAP lines.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -11,6 +12,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "harness.h"
+#include "qhca-roce.h"
 
 static int failures;
 static int tests;
@@ -142,9 +144,109 @@ int main(void)
                cqe_is(b, qb, 0xb5, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x80000 + 40, 100),
                "ud send");
+
+        /* Loopback on A: its two RC QPs connected, UD to itself */
+        report(hx_connect_loopback(a, &hx_default_conn), "loopback connect");
+        qa = &a->drv.qp[HX_QP_RC];
+        qb = &a->drv.qp[HX_QP_RC_SRQ];
+        fill(a, a->drv.mr.mem + 0x90000, 3000, 3);
+        r = hx_sge(&a->drv.mr, 0xa0000, 4096);
+        hx_post_recv(a, qb, 0xc1, &r, 1, true);
+        s = hx_sge(&a->drv.mr, 0x90000, 3000);
+        w = wqe(QHCA_WQE_SEND, 0xc2);
+        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        report(cqe_is(a, qb, 0xc1, QHCA_CQE_SUCCESS) &&
+               cqe_is(a, qa, 0xc2, QHCA_CQE_SUCCESS) &&
+               same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
+                    3000), "loopback send/recv");
+        fill(a, a->drv.mr.mem + 0x100000, 0x10000, 4);
+        w = wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
+        w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
+        w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
+        s = hx_sge(&a->drv.mr, 0x100000, 0x10000);
+        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        w = wqe(QHCA_WQE_RDMA_READ, 0xc4);
+        w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
+        w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
+        s = hx_sge(&a->drv.mr, 0x140000, 0x10000);
+        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        report(cqe_is(a, qa, 0xc3, QHCA_CQE_SUCCESS) &&
+               cqe_is(a, qa, 0xc4, QHCA_CQE_SUCCESS) &&
+               same(a, a->drv.mr.mem + 0x100000, a,
+                    a->drv.mr.mem + 0x120000, 0x10000) &&
+               same(a, a->drv.mr.mem + 0x100000, a,
+                    a->drv.mr.mem + 0x140000, 0x10000),
+               "loopback rdma write and read");
+        qa = &a->drv.qp[HX_QP_UD];
+        r = hx_sge(&a->drv.mr, 0x180000, 40 + 100);
+        hx_post_recv(a, qa, 0xc5, &r, 1, true);
+        w = wqe(QHCA_WQE_SEND, 0xc6);
+        w.ud.ahn = cpu_to_le32(a->drv.ahn);
+        w.ud.remote_qpn = cpu_to_le32(qa->qpn);
+        w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
+        s = hx_sge(&a->drv.mr, 0x90000, 100);
+        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        report(cqe_is(a, qa, 0xc6, QHCA_CQE_SUCCESS) &&
+               cqe_is(a, qa, 0xc5, QHCA_CQE_SUCCESS) &&
+               same(a, a->drv.mr.mem + 0x90000, a,
+                    a->drv.mr.mem + 0x180000 + 40, 100),
+               "loopback ud send to itself");
         hx_settle(p, 1000 * 1000 * 1000, 10000);
         report(p->findings[HX_FIND_GRANT] == 0 &&
                p->findings[HX_FIND_SPIN] == 0, "no findings");
+    }
+    /*
+     * The loop queue is bounded, and one run of the bottom half receives
+     * at most QHCA_RUN_LOOP_FRAMES of it: 3000 frames to A itself (a UD
+     * SEND to a QP that does not exist) offered at once
+     */
+    {
+        QhcaRoceHdr h = { 0 };
+        uint8_t frame[256], payload[64] = { 0 };
+        uint32_t dropped = a->core.stat_loop_dropped;
+        uint32_t rx_dropped = a->core.stat_rx_dropped;
+        int n, i, queued = 0;
+
+        memcpy(h.dst_mac, a->mac, 6);
+        memcpy(h.src_mac, a->mac, 6);
+        h.src_ip = h.dst_ip = a->ip;
+        h.ttl = 64;
+        h.src_port = 0xc000;
+        h.pkey = 0xffff;
+        h.opcode = QHCA_ROCE_OP_UD_SEND_ONLY;
+        h.dest_qp = 1000;
+        h.deth.qkey = HX_QKEY;
+        h.deth.src_qp = 2;
+        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
+                            sizeof(payload));
+        for (i = 0; i < 3000 && n > 0; i++) {
+            queued += qhca_core_loopback(&a->core, frame, n);
+        }
+        report(n > 0 && queued == 3000 &&
+               g_queue_get_length(&a->core.loopq) == QHCA_LOOPQ_MAX_FRAMES &&
+               a->core.stat_loop_dropped - dropped ==
+               3000 - QHCA_LOOPQ_MAX_FRAMES,
+               "loop queue: bounded, the rest dropped and counted");
+        hx_step(p);
+        report(g_queue_get_length(&a->core.loopq) ==
+               QHCA_LOOPQ_MAX_FRAMES - QHCA_RUN_LOOP_FRAMES,
+               "loop queue: one run receives at most QHCA_RUN_LOOP_FRAMES");
+        hx_settle(p, 1000 * 1000 * 1000, 10000);
+        report(g_queue_is_empty(&a->core.loopq) && !a->core.loopq_bytes &&
+               a->core.stat_rx_dropped - rx_dropped == 3000,
+               "loop queue: all received (no such QP) or dropped");
+        /* not for A: another MAC, or one of A's MACs but not its IP */
+        h.dst_mac[5] ^= 1;
+        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
+                            sizeof(payload));
+        ok = !qhca_core_loopback(&a->core, frame, n);
+        h.dst_mac[5] ^= 1;
+        h.dst_ip ^= 1;
+        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
+                            sizeof(payload));
+        report(ok && !qhca_core_loopback(&a->core, frame, n) &&
+               g_queue_is_empty(&a->core.loopq),
+               "loopback: only frames to our MAC and one of our GIDs");
     }
     /* The grant checker itself: what the guest never handed over */
     {
