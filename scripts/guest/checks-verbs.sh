@@ -4,7 +4,8 @@
 # ibv_*_pingpong examples with data validation (-c), rping, perftest's
 # send/write/read/atomic bandwidth and latency tests with and without
 # rdma_cm (-R) at 1 byte to 1 MiB, and a kernel-bypass check (the system
-# calls of ib_send_bw do not grow with the iteration count).
+# calls of ib_send_bw do not grow with the iteration count). Then the
+# loopback checks (loopback.sh): server and client in one guest.
 #
 # Sourced by checks.sh (after the issue #2 checks) with its `check`; also by
 # run-verbs.sh (Soft-RoCE runs, scripts/test.d/rxe). On guests other than 1
@@ -176,5 +177,15 @@ if [ "$QHCA_ID" = 1 ] || [ "$QHCA_ID" = 2 ]; then
 	else
 		check "kernel bypass: ib_send_bw system calls do not grow from -n $BYPASS_N1 to -n $BYPASS_N2" c_bypass
 	fi
+fi
+
+# --- loopback: server and client in one guest, to its own GID and IP (#11) ------------------
+_lb=$_vd/loopback.sh
+[ -f "$_lb" ] || _lb=/usr/lib/qhca/loopback.sh
+if [ -f "$_lb" ]; then
+	# shellcheck source=scripts/guest/loopback.sh
+	. "$_lb"
+elif [ "$QHCA_ID" = 1 ] || [ "$QHCA_ID" = 2 ]; then
+	check "loopback: checks present (loopback.sh)" false
 fi
 pair_notes
