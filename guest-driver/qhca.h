@@ -28,8 +28,6 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
-#include "qhca_compat.h"
-
 #include "qhca_hw.h"
 
 #define QHCA_DRV_NAME		"qhca"
@@ -416,7 +414,7 @@ u32 qhca_ucontext_db_page(struct ib_udata *udata);
 
 /* qhca_cq.c */
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		   struct qhca_create_cq_arg *attrs);
+		   struct uverbs_attr_bundle *attrs);
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
@@ -446,5 +444,14 @@ int qhca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 void qhca_wq_completed(struct qhca_qp *qp, bool send, u16 wqe_index);
 
 extern const struct ib_device_ops qhca_dev_ops;
+
+/* qhca_verbs.c; dmah: a DMA handle (Linux 6.17), never supported */
+struct ib_dmah;
+struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			       u64 virt_addr, int access, struct ib_dmah *dmah,
+			       struct ib_udata *udata);
+
+/* what older kernels lack or name differently (after the prototypes) */
+#include "qhca_compat.h"
 
 #endif /* QHCA_H */

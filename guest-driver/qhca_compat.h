@@ -1,35 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * qhca: the differences between the kernels the driver builds on, from
- * Linux 6.1 (Debian 12) to the newest 6.x Debian ships. The only file of
- * the driver that looks at the kernel version; the rest is written against
- * the newest API and this header gives older kernels what they lack.
+ * Linux 6.1 (Debian 12) over 6.12 (Debian 13) to 7.3 (trixie-backports).
+ * The only file of the driver that looks at the kernel version: the rest is
+ * written against the newest API, and this header gives older kernels what
+ * they lack. Included at the end of qhca.h.
+ *
+ * qhca_op_*: what the ib_device_ops table takes on this kernel, the
+ * driver's function itself or a wrapper for an older signature.
  */
 #ifndef QHCA_COMPAT_H
 #define QHCA_COMPAT_H
 
 #include <linux/version.h>
 #include <linux/netdevice.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
 /*
- * ib_device_ops.create_cq: since 6.11 it gets the uverbs attribute bundle
- * (the driver's udata is in it), before that the udata itself.
+ * create_cq gets the uverbs attribute bundle since 6.11, the udata before
+ * (which the core always embedded in a bundle; NULL for kernel CQs).
  */
-#if KERNEL_VERSION(6, 11, 0) <= LINUX_VERSION_CODE
-#define qhca_create_cq_arg uverbs_attr_bundle
-static inline struct ib_udata *
-qhca_create_cq_udata(struct uverbs_attr_bundle *attrs)
+#if KERNEL_VERSION(6, 11, 0) > LINUX_VERSION_CODE
+static inline int qhca_op_create_cq(struct ib_cq *ibcq,
+				    const struct ib_cq_init_attr *attr,
+				    struct ib_udata *udata)
 {
-	return attrs ? &attrs->driver_udata : NULL;
+	return qhca_create_cq(ibcq, attr, udata ?
+			      rdma_udata_to_uverbs_attr_bundle(udata) : NULL);
 }
 #else
-#define qhca_create_cq_arg ib_udata
-static inline struct ib_udata *qhca_create_cq_udata(struct ib_udata *udata)
-{
-	return udata;
-}
+#define qhca_op_create_cq qhca_create_cq
 #endif
 
 #if KERNEL_VERSION(6, 12, 0) > LINUX_VERSION_CODE
@@ -64,6 +66,33 @@ static inline struct net_device *ib_device_get_netdev(struct ib_device *ibdev,
 static inline void rdma_roce_rescan_port(struct ib_device *ibdev, u32 port)
 {
 	rdma_roce_rescan_device(ibdev);
+}
+#endif
+
+/* reg_user_mr gets a DMA handle (struct ib_dmah) since 6.17 */
+#if KERNEL_VERSION(6, 17, 0) > LINUX_VERSION_CODE
+static inline struct ib_mr *qhca_op_reg_user_mr(struct ib_pd *ibpd, u64 start,
+						u64 length, u64 virt_addr,
+						int access,
+						struct ib_udata *udata)
+{
+	return qhca_reg_user_mr(ibpd, start, length, virt_addr, access, NULL,
+				udata);
+}
+#else
+#define qhca_op_reg_user_mr qhca_reg_user_mr
+#endif
+
+/*
+ * ib_umem_get() is called ib_umem_get_va() since 7.2 (rdma-next, May 2026:
+ * "RDMA/umem: Rename ib_umem_get() to ib_umem_get_va()").
+ */
+#if KERNEL_VERSION(7, 2, 0) > LINUX_VERSION_CODE
+static inline struct ib_umem *ib_umem_get_va(struct ib_device *device,
+					     unsigned long addr, size_t size,
+					     int access)
+{
+	return ib_umem_get(device, addr, size, access);
 }
 #endif
 

@@ -56,9 +56,9 @@ static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
 }
 
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		   struct qhca_create_cq_arg *attrs)
+		   struct uverbs_attr_bundle *attrs)
 {
-	struct ib_udata *udata = qhca_create_cq_udata(attrs);
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
 	struct qhca_cq *cq = to_qhca_cq(ibcq);
 	struct qhca_cmd_create_cq cmd = {};

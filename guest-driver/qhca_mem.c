@@ -72,7 +72,7 @@ int qhca_ring_pin(struct qhca_dev *dev, struct qhca_ring *r, u64 va,
 	 * Writable even for rings the device only reads: pinning untouched
 	 * anonymous memory read-only would pin the shared zero page.
 	 */
-	umem = ib_umem_get(&dev->ibdev, va, bytes, IB_ACCESS_LOCAL_WRITE);
+	umem = ib_umem_get_va(&dev->ibdev, va, bytes, IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 

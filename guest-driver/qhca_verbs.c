@@ -461,9 +461,9 @@ static struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start,
-				      u64 length, u64 virt_addr, int access,
-				      struct ib_udata *udata)
+struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			       u64 virt_addr, int access, struct ib_dmah *dmah,
+			       struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
 	struct qhca_cmd_reg_mr cmd = {};
@@ -475,7 +475,7 @@ static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start,
 	u32 key, i = 0;
 	int ret;
 
-	if (access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
+	if (dmah || access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > dev->max_mr_size)
 		return ERR_PTR(-EINVAL);
@@ -487,7 +487,7 @@ static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	mr->umem = ib_umem_get_va(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		ret = PTR_ERR(mr->umem);
 		mr->umem = NULL;
@@ -703,7 +703,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
 	.create_ah = qhca_create_ah,
-	.create_cq = qhca_create_cq,
+	.create_cq = qhca_op_create_cq,
 	.create_qp = qhca_create_qp,
 	.create_srq = qhca_create_srq,
 	.create_user_ah = qhca_create_ah,
@@ -734,7 +734,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.query_port = qhca_query_port,
 	.query_qp = qhca_query_qp,
 	.query_srq = qhca_query_srq,
-	.reg_user_mr = qhca_reg_user_mr,
+	.reg_user_mr = qhca_op_reg_user_mr,
 	.req_notify_cq = qhca_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
