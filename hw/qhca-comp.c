@@ -133,6 +133,47 @@ static void cwnd_loss(QhcaQp *qp, unsigned div)
     e->cwnd = MAX(QHCA_CWND_MIN, (uint32_t)qp_send_window(qp) / div);
 }
 
+/*
+ * The requester went back (a timeout, a NAK) and the peer now says it has
+ * more than that: do not send again what it has.  READs and atomics resume
+ * where their answers stopped, as qhca_req_rewind() put them.
+ */
+static void req_skip_acked(QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *st = &e->wqe[e->req_idx & sq_mask(qp)];
+    uint32_t next = psn_add(e->acked, 1);
+    uint32_t at;
+
+    if (e->req_idx == e->sq_pi || st->state != WQE_STARTED ||
+        is_rd_atomic(st->opcode)) {
+        return;
+    }
+    at = psn_add(st->first_psn, e->req_off / qp_mtu(qp));
+    if (psn_diff(next, at) > 0 && psn_diff(next, st->last_psn) <= 0) {
+        e->req_off = (uint64_t)psn_diff(next, st->first_psn) * qp_mtu(qp);
+    }
+}
+
+/* A round trip measured: smoothed as TCP does (RFC 6298) */
+static void rtt_sample(QhcaQp *qp, int64_t rtt)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    e->rtt_pending = false;
+    if (rtt <= 0) {
+        return;
+    }
+    if (!e->srtt_ns) {
+        e->srtt_ns = rtt;
+        e->rttvar_ns = rtt / 2;
+        return;
+    }
+    e->rttvar_ns += ((e->srtt_ns > rtt ? e->srtt_ns - rtt : rtt - e->srtt_ns) -
+                     e->rttvar_ns) / 4;
+    e->srtt_ns += (rtt - e->srtt_ns) / 8;
+}
+
 /* The peer has everything up to and including @psn */
 static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
@@ -146,7 +187,12 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
                 e->cwnd = 0;
             }
         }
+        if (e->rtt_pending && psn_diff(psn, e->rtt_psn) >= 0) {
+            rtt_sample(qp, c->ops->now_ns(c->opaque) - e->rtt_t0);
+        }
         e->acked = psn;
+        e->probing = false;
+        req_skip_acked(qp);
         e->nak_rewound = false;
         e->retry_left = qp->attr.retry_cnt;
         e->rnr_left = qp->attr.rnr_retry;
@@ -236,6 +282,8 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
         trace_qhca_rx_drop(sizeof(*h), "NAK for a PSN already acknowledged");
         return;
     }
+    /* whatever the answer, the probe (if any) has had one */
+    e->probing = false;
     switch (syn & QHCA_ROCE_AETH_TYPE_MASK) {
     case QHCA_ROCE_AETH_ACK:
         req_acked(c, qp, h->psn);
@@ -388,20 +436,60 @@ void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         break;
     }
     qhca_sq_complete(c, qp);
-    if (!req_outstanding(qp)) {
+    /*
+     * The timer runs while the peer owes an answer: not while the QP
+     * waits with nothing in flight (for the device's window, say), or a
+     * QP that other QPs keep waiting would time out
+     */
+    if (!req_outstanding(qp) || !qp_inflight(qp)) {
         e->deadline = e->rnr_wait ? e->deadline : -1;
     }
     qp_schedule(c);
 }
 
 
-/* The retransmission or RNR timer of @qp expired */
+/* Send again from the first PSN not acknowledged */
+static void req_go_back(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *rd;
+    uint16_t idx;
+    uint32_t from;
+
+    for (uint16_t j = qp->sq.ci; j != e->sq_pi; j++) {
+        e->wqe[j & sq_mask(qp)].reread = false;
+    }
+    rd = req_head_rd(qp, &idx);
+    from = psn_add(e->acked, 1);
+    /* a READ resumes at its first missing response */
+    if (rd && psn_diff(from, rd->first_psn) >= 0) {
+        from = rd->next_resp_psn;
+    }
+    qhca_req_rewind(c, qp, from);
+}
+
+/*
+ * The retransmission or RNR timer of @qp expired.
+ *
+ * Within a timeout period (the QP's timeout attribute, from the last
+ * progress) the requester first sends again early, after the RTO it
+ * measured (qhca_qp_rto_ns()), and again after twice that, and so on: a
+ * lost last packet, a lost NAK or a lost retransmission then costs a few
+ * round trips instead of the whole timeout (milliseconds instead of the
+ * 67 ms of perftest's timeout 14).  An early retransmission is a probe:
+ * only the first packet not acknowledged goes out, asking for an ACK, and
+ * the answer says where to go on (an ACK of more skips what the peer has,
+ * see req_skip_acked(); the packet the peer missed goes on from there), so
+ * a probe that was not needed costs one packet, not a window.  Probes do
+ * not count against retry_cnt, so a peer that is gone fails the QP after
+ * (retry_cnt + 1) timeouts, as before; the responder takes duplicates as
+ * the IBA says it must.
+ */
 void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
 {
     QhcaQpEngine *e = qp->eng;
-    uint16_t idx;
-    QhcaWqeState *rd;
-    uint32_t from;
+    uint64_t timeout = qhca_qp_timeout_ns(qp);
+    bool early;
 
     e->deadline = -1;
     if (e->rnr_wait) {
@@ -409,9 +497,28 @@ void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
         qhca_qp_arm_timer(c, qp);
         return;
     }
-    if (!req_outstanding(qp)) {
-        return;                         /* nothing outstanding */
+    if (!req_outstanding(qp) || !qp_inflight(qp)) {
+        return;                         /* nothing the peer owes */
     }
+    early = !timeout || now - e->period_ns < (int64_t)timeout;
+    if (early) {
+        int64_t next;
+
+        trace_qhca_retransmit_early(qp->qpn, psn_add(e->acked, 1),
+                                    e->probe_shift);
+        c->stat_retransmits++;
+        cwnd_loss(qp, 2);
+        e->probe_shift = MIN(e->probe_shift + 1, QHCA_RTO_MAX_SHIFT);
+        next = now + (qhca_qp_rto_ns(qp) << e->probe_shift);
+        if (timeout) {
+            next = MIN(next, e->period_ns + (int64_t)timeout);
+        }
+        req_go_back(c, qp);
+        e->probing = true;
+        e->deadline = next;
+        return;
+    }
+    e->probing = false;
     if (e->retry_left == 0) {
         trace_qhca_retry_exceeded(qp->qpn, psn_add(e->acked, 1));
         req_fail_at(qp, psn_add(e->acked, 1), QHCA_CQE_RETRY_EXC_ERR);
@@ -425,15 +532,6 @@ void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
     e->retry_left--;
     c->stat_retransmits++;
     cwnd_loss(qp, 4);
-    for (uint16_t j = qp->sq.ci; j != e->sq_pi; j++) {
-        e->wqe[j & sq_mask(qp)].reread = false;
-    }
-    rd = req_head_rd(qp, &idx);
-    from = psn_add(e->acked, 1);
-    /* a READ resumes at its first missing response */
-    if (rd && psn_diff(from, rd->first_psn) >= 0) {
-        from = rd->next_resp_psn;
-    }
-    qhca_req_rewind(c, qp, from);
+    req_go_back(c, qp);
     qhca_qp_arm_timer(c, qp);
 }

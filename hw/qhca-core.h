@@ -177,7 +177,9 @@ struct QhcaCore {
     const QhcaCoreOps *ops;
     void *opaque;
     uint8_t mac[6];
-    uint32_t window_bytes;      /* per-QP limit of data in flight */
+    uint32_t window_bytes;      /* limit of data in flight, per QP and for */
+                                /* all QPs together */
+    uint64_t inflight_bytes;    /* unacknowledged, all QPs (per run) */
     uint32_t drop_ppm;          /* received frames dropped on purpose */
     uint64_t drop_rng;
 

@@ -17,9 +17,10 @@
 /*
  * Unacknowledged data in flight, READ responses included, is limited to the
  * device's window (QhcaCore.window_bytes, the "window-kib" property: 64 KiB
- * by default).  A larger burst can overflow the socket buffer of a QEMU
- * netdev on UDP (about 200 KiB), and then every retransmission overflows it
- * again; a lossless wire can take more.
+ * by default), per QP and for all QPs of the device together.  A larger
+ * burst can overflow the socket buffer of a QEMU netdev on UDP (about
+ * 200 KiB), and then every retransmission overflows it again; a lossless
+ * wire can take more.
  */
 #define QHCA_WINDOW_MAX         1024    /* packets, for the stale check */
 #define QHCA_CWND_MIN           8       /* packets in flight, after losses */
@@ -30,6 +31,15 @@
 /* The longest message (IBA: 2^31 bytes); longer RETH lengths are invalid */
 #define QHCA_MAX_MSG_BYTES      (1ULL << 31)
 #define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
+/*
+ * Early retransmission (see qhca_comp_timer()): the first after an RTO
+ * estimated from the round trips measured (srtt + 4 * rttvar, as TCP),
+ * within these bounds and never later than the QP's timeout; each further
+ * one without progress waits twice as long, up to QHCA_RTO_MAX_SHIFT.
+ */
+#define QHCA_RTO_MIN_NS         (2 * 1000 * 1000)
+#define QHCA_RTO_INIT_NS        (10 * 1000 * 1000)
+#define QHCA_RTO_MAX_SHIFT      10
 #define QHCA_GSI_QKEY           0x80010000u
 
 enum {
@@ -148,6 +158,16 @@ struct QhcaQpEngine {
     uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
     uint32_t window_bytes;      /* QhcaCore.window_bytes when created */
     uint32_t cwnd;              /* packets in flight after a loss; 0: all */
+    uint32_t tx_end;            /* one past the highest PSN sent */
+    bool rtt_pending;           /* a round trip is being measured: */
+    uint32_t rtt_psn;           /* from sending this PSN */
+    int64_t rtt_t0;             /* at this time, to its acknowledgement */
+    int64_t srtt_ns;            /* smoothed round trip, 0: none measured */
+    int64_t rttvar_ns;
+    int64_t period_ns;          /* the QP's timeout period started then */
+    uint8_t probe_shift;        /* early retransmissions in this period */
+    bool probing;               /* only the first PSN not acknowledged may */
+                                /* go out, asking for an ACK */
 };
 
 static inline uint32_t psn_add(uint32_t psn, uint32_t n)
@@ -186,6 +206,14 @@ static inline int32_t qp_send_window(const QhcaQp *qp)
     int32_t w = qp_window(qp);
 
     return qp->eng->cwnd ? MIN(w, (int32_t)qp->eng->cwnd) : w;
+}
+
+/* Packets sent and not acknowledged (what the peer still owes an answer) */
+static inline uint32_t qp_inflight(const QhcaQp *qp)
+{
+    int32_t n = psn_diff(qp->eng->tx_end, qp->eng->acked) - 1;
+
+    return n > 0 ? n : 0;
 }
 
 static inline bool qp_is_rc(const QhcaQp *qp)
@@ -228,6 +256,9 @@ void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
 uint8_t qhca_cqe_opcode(uint8_t wqe_opcode);
 void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp);
 bool qhca_qp_from_path(QhcaCore *c, const QhcaQp *qp, const QhcaRoceHdr *h);
+uint64_t qhca_qp_timeout_ns(const QhcaQp *qp);
+uint64_t qhca_qp_rto_ns(const QhcaQp *qp);
+void qhca_qp_inflight(QhcaCore *c);
 unsigned qhca_tx_room(QhcaCore *c);
 
 /* qhca-req.c: the requester */

@@ -204,7 +204,7 @@ uint8_t qhca_cqe_opcode(uint8_t wqe_opcode)
  * Timer
  */
 
-static uint64_t qp_timeout_ns(const QhcaQp *qp)
+uint64_t qhca_qp_timeout_ns(const QhcaQp *qp)
 {
     uint8_t t = qp->attr.timeout;
     uint64_t ns;
@@ -235,11 +235,59 @@ static void core_timer_update(QhcaCore *c)
     }
 }
 
+/*
+ * When to send again what is not acknowledged: after the round trip the QP
+ * measured (srtt + 4 * rttvar) if it measured one, never before
+ * QHCA_RTO_MIN_NS and never after the QP's own timeout
+ */
+uint64_t qhca_qp_rto_ns(const QhcaQp *qp)
+{
+    const QhcaQpEngine *e = qp->eng;
+    uint64_t t = qhca_qp_timeout_ns(qp);
+    uint64_t rto = e->srtt_ns ? e->srtt_ns + 4 * e->rttvar_ns :
+                   QHCA_RTO_INIT_NS;
+
+    rto = MAX(rto, QHCA_RTO_MIN_NS);
+    return t ? MIN(rto, t) : rto;
+}
+
+/*
+ * Start a timeout period (something was sent with nothing outstanding, or
+ * the peer acknowledged more): the timer goes off after the RTO for an
+ * early retransmission, and at the end of the period for a timeout that
+ * counts against retry_cnt (qhca_comp_timer())
+ */
 void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp)
 {
-    uint64_t t = qp_timeout_ns(qp);
+    QhcaQpEngine *e = qp->eng;
 
-    qp->eng->deadline = t ? c->ops->now_ns(c->opaque) + t : -1;
+    e->period_ns = c->ops->now_ns(c->opaque);
+    e->probe_shift = 0;
+    e->deadline = e->period_ns + qhca_qp_rto_ns(qp);
+}
+
+/*
+ * The device's data in flight: what every QP that sends has sent and not
+ * had acknowledged.  Counted afresh before each run and doorbell (nothing
+ * to keep in step when QPs change state or go away); the requester adds
+ * what it sends in between (qhca-req.c, dev_window_full()).
+ */
+void qhca_qp_inflight(QhcaCore *c)
+{
+    uint64_t sum = 0;
+    uint32_t i;
+
+    for (i = 0; i < c->nlive; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->live_qpn[i]);
+
+        if (!qp || !qp->eng || !qp_is_rc(qp) ||
+            (qp->attr.qp_state != QHCA_QPS_RTS &&
+             qp->attr.qp_state != QHCA_QPS_SQD)) {
+            continue;
+        }
+        sum += (uint64_t)qp_inflight(qp) * qp_mtu(qp);
+    }
+    c->inflight_bytes = sum;
 }
 
 /*
@@ -401,6 +449,8 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
     if (mask & QHCA_QP_ATTR_SQ_PSN) {
         e->next_psn = le32_to_cpu(qp->attr.sq_psn);
         e->acked = psn_add(e->next_psn, -1);
+        e->tx_end = e->next_psn;
+        e->rtt_pending = false;
     }
     if (mask & QHCA_QP_ATTR_RQ_PSN) {
         e->epsn = le32_to_cpu(qp->attr.rq_psn);
@@ -445,6 +495,7 @@ static void qp_kick(QhcaCore *c, QhcaQp *qp)
         qp_schedule(c);
         return;
     }
+    qhca_qp_inflight(c);
     qhca_req_run(c, qp, &more, QHCA_KICK_BUDGET);
     qhca_sq_complete(c, qp);
     core_timer_update(c);
@@ -568,6 +619,7 @@ bool qhca_qp_engine_run(QhcaCore *c)
         return false;
     }
     c->run_cursor = (c->run_cursor + 1) % c->nlive;
+    qhca_qp_inflight(c);
     for (n = 0; n < c->nlive; n++) {
         QhcaQp *qp = qhca_core_qp(c, c->live_qpn[(c->run_cursor + n) %
                                                  c->nlive]);

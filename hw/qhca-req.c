@@ -274,11 +274,49 @@ enum {
     SEND_FAILED,                /* the WQE failed (qhca_wqe_done) */
 };
 
-/* A packet of the WQE at req_idx went out, with @n more bytes of it */
-static void req_sent(QhcaCore *c, QhcaQp *qp, uint64_t n, unsigned *budget)
+/* Where new PSNs start: past what was sent, and past what was acknowledged */
+static uint32_t req_tx_end(const QhcaQpEngine *e)
+{
+    return psn_diff(e->tx_end, e->acked) > 0 ? e->tx_end :
+           psn_add(e->acked, 1);
+}
+
+/*
+ * The device's window: a packet with PSNs up to @last that were never sent
+ * waits while the data in flight of all QPs together would go past the
+ * window (a QP's own window is checked by its caller).  A retransmission
+ * never waits for it: its data is in flight already.
+ */
+static bool dev_window_full(QhcaCore *c, QhcaQp *qp, uint32_t last)
+{
+    int32_t fresh = psn_diff(last, req_tx_end(qp->eng)) + 1;
+    uint64_t mtu = qp_mtu(qp);
+
+    return fresh > 0 && c->inflight_bytes &&
+           c->inflight_bytes + fresh * mtu > qp_window(qp) * mtu;
+}
+
+/*
+ * A packet of the WQE at req_idx went out, with @n more bytes of it and
+ * PSNs up to @last: new ones count in the device's data in flight, and
+ * the first new one after the last measurement starts a round trip's
+ */
+static void req_sent(QhcaCore *c, QhcaQp *qp, uint64_t n, unsigned *budget,
+                     uint32_t last)
 {
     QhcaQpEngine *e = qp->eng;
+    uint32_t end = req_tx_end(e);
+    int32_t fresh = psn_diff(last, end) + 1;
 
+    if (fresh > 0) {
+        c->inflight_bytes += (uint64_t)fresh * qp_mtu(qp);
+        e->tx_end = psn_add(last, 1);
+        if (!e->rtt_pending) {
+            e->rtt_pending = true;
+            e->rtt_psn = last;
+            e->rtt_t0 = c->ops->now_ns(c->opaque);
+        }
+    }
     e->req_off += n;
     (*budget)--;
     if (e->deadline < 0) {
@@ -350,7 +388,9 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 
         /* one piece at a time at least, whatever losses did to cwnd */
         if (psn_diff(end, e->acked) >
-            MAX(qp_send_window(qp), (int32_t)read_piece_pkts(qp))) {
+            MAX(qp_send_window(qp), (int32_t)read_piece_pkts(qp)) ||
+            dev_window_full(c, qp, end) ||
+            (e->probing && psn != psn_add(e->acked, 1))) {
             return SEND_WAIT;
         }
         /* a new piece needs a responder resource; a piece asked again not */
@@ -369,7 +409,7 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->reth.rkey = le32_to_cpu(w->rdma.rkey);
         h->reth.dma_len = n;
         qhca_send_simple(c, h, NULL, 0);
-        req_sent(c, qp, n, budget);
+        req_sent(c, qp, n, budget, end);
     } while (e->req_off < len);
     return SEND_DONE;
 }
@@ -391,7 +431,7 @@ static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
         h->atomic.swap_add = le64_to_cpu(w->rdma.compare_add);
     }
     qhca_send_simple(c, h, NULL, 0);
-    req_sent(c, qp, 0, budget);
+    req_sent(c, qp, 0, budget, h->psn);
     return SEND_DONE;
 }
 
@@ -413,7 +453,9 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(psn, e->acked) > qp_send_window(qp)) {
+        if (psn_diff(psn, e->acked) > qp_send_window(qp) ||
+            dev_window_full(c, qp, psn) ||
+            (e->probing && psn != psn_add(e->acked, 1))) {
             return SEND_WAIT;
         }
         if (!*budget) {
@@ -423,7 +465,15 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->opcode = rc_opcode(w->opcode, first, last);
         h->psn = psn;
         h->se = last && (w->flags & QHCA_WQE_SOLICITED);
-        h->ack_req = last || ++e->pkts_since_ackreq >= ack_every;
+        /*
+         * ... and from the last packet before a full window (the QP's or
+         * the device's) stops the QP: nothing else would ask for the ACK
+         * that opens it again
+         */
+        h->ack_req = last || ++e->pkts_since_ackreq >= ack_every ||
+                     e->probing ||
+                     psn_diff(psn, e->acked) >= qp_send_window(qp) ||
+                     dev_window_full(c, qp, psn_add(psn, 1));
         if (h->ack_req) {
             e->pkts_since_ackreq = 0;
         }
@@ -447,7 +497,7 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
             return SEND_FAILED;
         }
         qhca_frame_send(c, h, n);
-        req_sent(c, qp, n, budget);
+        req_sent(c, qp, n, budget, psn);
     } while (e->req_off < len);
     return SEND_DONE;
 }
@@ -503,6 +553,29 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
             e->rd_outstanding++;
         }
     }
+}
+
+/*
+ * The next packet of the WQE at req_idx (its first for a WQE not started)
+ * is past the QP's or the device's window: known without reading the WQE
+ * again, which a run over many QPs that wait would otherwise do for each.
+ * READs check the whole piece when they send; their first PSN is enough
+ * here.
+ */
+static bool req_window_shut(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint32_t psn = e->next_psn;
+
+    if (st->state == WQE_STARTED) {
+        psn = psn_add(st->first_psn, e->req_off / qp_mtu(qp));
+        if (is_rd_atomic(st->opcode)) {
+            return false;
+        }
+    }
+    return psn_diff(psn, e->acked) > qp_send_window(qp) ||
+           dev_window_full(c, qp, psn) ||
+           (e->probing && psn != psn_add(e->acked, 1));
 }
 
 /*
@@ -573,6 +646,9 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
         if (state != QHCA_QPS_RTS && !(state == QHCA_QPS_SQD &&
                                        st->state == WQE_STARTED)) {
             return;
+        }
+        if (qp_is_rc(qp) && req_window_shut(c, qp, st)) {
+            return;             /* an ACK opens it; nothing to fetch now */
         }
         if (st->state == WQE_FREE) {
             status = req_fetch_new(c, qp, st, &w, &addr, sge, &len);
@@ -665,6 +741,8 @@ void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
                 e->req_off = 0;
             }
             trace_qhca_retransmit(qp->qpn, psn);
+            /* a round trip that includes a retransmission measures nothing */
+            e->rtt_pending = false;
             qp_schedule(c);
             return;
         }

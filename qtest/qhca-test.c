@@ -3603,6 +3603,77 @@ static void test_wire_drop_ppm(void)
     pair_stop(&p);
 }
 
+/*
+ * Data in flight is limited for the whole device, not only per QP, and a
+ * requester that hears nothing sends one packet early, not a window.
+ *
+ * Four QPs each post a 64 KiB RDMA WRITE (16 packets at MTU 4096) towards
+ * a peer that answers nothing.  The device's window (64 KiB) lets only 16
+ * packets go, all of one QP; before, every QP sent its own window (64
+ * packets), which on a UDP wire overflows the receiving socket and makes
+ * go-back-N lose the same bursts again.  After the RTO (10 ms with no
+ * round trip measured, less than the QP's 16.8 ms timeout) the QP with data
+ * in flight sends its first unacknowledged packet once, asking for an ACK;
+ * before, nothing was sent until the timeout, and then the whole window.
+ * The timeouts still count against retry_cnt: with retry_cnt 1 the QP
+ * fails after its second timeout, and only then do the other QPs get the
+ * window, without having timed out while they waited with nothing in
+ * flight.
+ */
+static void test_transport_device_window(void)
+{
+    enum { NQP = 4, LEN = 64 * 1024 };
+    Pair p;
+    End a[NQP], b[NQP];
+    Mr m[NQP];
+    struct qhca_sge s;
+    struct qhca_send_wqe w;
+    ConnOpts o = default_opts;
+    unsigned i, before;
+
+    pair_start(&p, WIRE_BLACKHOLE);
+    o.mtu = 5;                          /* 4096 */
+    o.timeout = 12;                     /* 4.096 us << 12: 16.8 ms */
+    o.retry_cnt = 1;
+    for (i = 0; i < NQP; i++) {
+        rc_pair(&p, &a[i], &b[i], &o, false);
+        m[i] = mr_reg(&p.a, a[i].pdn, LEN, QHCA_ACCESS_LOCAL_WRITE,
+                      0x1000000 + i * 0x100000);
+    }
+    for (i = 0; i < NQP; i++) {
+        w = wqe(QHCA_WQE_RDMA_WRITE, 0x100 + i);
+        w.rdma.remote_addr = cpu_to_le64(0x40000000);
+        w.rdma.rkey = cpu_to_le32(0x1234);
+        s = sge(&m[i], 0, LEN);
+        post_send(&a[i], &w, &s, 1, NULL, 0);
+    }
+    settle(&p, 100);                    /* no time passes: no timer */
+    g_assert_cmpuint(p.w.frames, ==, 16);
+
+    /* 10.5 ms: one early retransmission of one packet */
+    for (i = 0; i < 1050; i++) {
+        wire_pump();
+        qtest_clock_step(p.a.t.qts, 10000);
+    }
+    g_assert_cmpuint(p.w.frames, ==, 17);
+    /* the first packet of the WRITE (RC RDMA WRITE First), AckReq set */
+    g_assert_cmphex(p.w.last[0]->data[14 + 20 + 8], ==, 0x06);
+    g_assert_true(p.w.last[0]->data[14 + 20 + 8 + 8] & 0x80);
+    for (i = 0; i < NQP; i++) {
+        g_assert_true(cq_idle(&a[i], 1));
+    }
+
+    /* the second timeout ends it; then the next QP gets the window */
+    expect_cqe(&a[0], 0x100, QHCA_CQE_RETRY_EXC_ERR, 0);
+    before = p.w.frames;
+    settle(&p, 100);
+    g_assert_cmpuint(p.w.frames, ==, before + 16);
+    for (i = 1; i < NQP; i++) {
+        g_assert_true(cq_idle(&a[i], 1));
+    }
+    pair_stop(&p);
+}
+
 static void test_wire_read_pieces_one_resource(void)
 {
     read_pieces_one_resource(WIRE_PASS);
@@ -3614,6 +3685,8 @@ static void qhca_add_hostile_tests(void)
     qtest_add_func("/qhca/wire/read-pieces-one-resource",
                    test_wire_read_pieces_one_resource);
     qtest_add_func("/qhca/wire/drop-ppm", test_wire_drop_ppm);
+    qtest_add_func("/qhca/transport/device-window",
+                   test_transport_device_window);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);
     qtest_add_func("/qhca/hostile/cq-on-own-bar", test_hostile_cq_on_own_bar);
