@@ -1,0 +1,247 @@
+"""Stock Debian guests (scripts/build-distro images) driven over their
+serial console, with QEMU's own Python package (qemu.machine.QEMUMachine).
+
+    from qhca_distro import DistroGuest, wire_pair
+    a = DistroGuest("12", 1, run_dir, pkg_disk=...)
+    b = DistroGuest("13", 2, run_dir, pkg_disk=...)
+    wire_pair(a, b)                   # -netdev dgram on 127.0.0.1, as scripts/launch
+    a.boot(); b.boot()
+    a.wait_shell(); b.wait_shell()
+    rc, out = a.sh("ibv_devinfo", timeout=60)
+    a.poweroff()
+
+Each guest boots the image's own kernel and initrd (-kernel/-initrd,
+root=/dev/vda) from its own sparse copy of the stock image, so what a guest
+installs stays for its next boot in the same run and the image itself is
+never written. The devices are those of scripts/launch: a virtio-net and a
+qhca device with the same MAC (52:54:00:71:48:<id>), on two networks (IP
+and RDMA), each a UDP -netdev dgram pair on 127.0.0.1 between two guests.
+The image logs root in on ttyS0 (the only change build-distro makes for
+control); commands are typed there and end with a marker line that carries
+their exit status.
+"""
+
+import os
+import re
+import subprocess
+import threading
+import time
+
+from qhca_guests import BUILD, QEMU_BIN, free_udp_ports, log, mac, qemu_machine_class
+
+DISTRO = os.path.join(BUILD, "distro")
+PROMPT = re.compile(rb"root@debian[0-9]+:[^\n]*# ")
+
+
+class GuestError(Exception):
+    pass
+
+
+class DistroGuest:
+    """One stock Debian guest. rel: '12' or '13'; gid: 1..255 (MAC, name)."""
+
+    # pylint: disable=too-many-instance-attributes,too-many-arguments
+    def __init__(self, rel, gid, run_dir, pkg_disk=None, mem=2048, name=None,
+                 qemu_bin=QEMU_BIN, disk=None, capture=None):
+        self.rel = rel
+        self.gid = gid
+        self.name = name or f"deb{rel}-{gid}"
+        self.dir = run_dir
+        self.img_dir = os.path.join(DISTRO, rel)
+        for f in ("disk.img", "vmlinuz", "initrd.img"):
+            if not os.path.exists(os.path.join(self.img_dir, f)):
+                raise FileNotFoundError(f"{self.img_dir}/{f}: run scripts/build-distro {rel}")
+        self.disk = disk or os.path.join(run_dir, f"{self.name}.img")
+        self.pkg_disk = pkg_disk
+        self.mem = mem
+        self.qemu_bin = qemu_bin
+        self.capture = capture
+        self.netdevs = {}
+        self.vm = None
+        self.boots = 0
+        self._buf = b""
+        self._pos = 0
+        self._cv = threading.Condition()
+        self._reader = None
+        self._log = None
+        self._seq = 0
+        self.ip = None
+        self.iface = None
+
+    # -- disk and QEMU --
+    def make_disk(self):
+        """A sparse copy of the stock image (kept for the next boot)."""
+        if os.path.exists(self.disk):
+            return
+        subprocess.run(["cp", "--sparse=always", os.path.join(self.img_dir, "disk.img"),
+                        self.disk + ".part"], check=True)
+        os.rename(self.disk + ".part", self.disk)
+
+    def qemu_args(self):
+        m = mac(self.gid)
+        args = ["-name", f"{self.name},debug-threads=on", "-machine", "q35",
+                "-accel", "tcg", "-cpu", "Westmere", "-m", str(self.mem), "-smp", "1",
+                "-nodefaults", "-no-reboot",
+                "-kernel", os.path.join(self.img_dir, "vmlinuz"),
+                "-initrd", os.path.join(self.img_dir, "initrd.img"),
+                "-append", "console=ttyS0,115200 root=/dev/vda rw panic=-1",
+                "-drive", f"file={self.disk},if=virtio,format=raw,cache=unsafe"]
+        if self.pkg_disk:
+            args += ["-drive", f"file={self.pkg_disk},if=virtio,format=raw,readonly=on"]
+        args += ["-netdev", self.netdevs["ip"],
+                 "-device", f"virtio-net-pci,netdev=ipnet,mac={m},romfile=,host_mtu=9000",
+                 "-netdev", self.netdevs["rdma"],
+                 "-device", f"qhca,netdev=rdmanet,mac={m}"]
+        if self.capture:
+            args += ["-object", f"filter-dump,id=capture,netdev=rdmanet,file={self.capture}"]
+        return args
+
+    def boot(self):
+        if self.vm is not None:
+            raise GuestError(f"{self.name}: already running")
+        self.make_disk()
+        self.boots += 1
+        machine_cls = qemu_machine_class()
+        tag = f"{self.name}.boot{self.boots}"
+        self.vm = machine_cls(self.qemu_bin, args=self.qemu_args(), name=tag,
+                              log_dir=self.dir, base_temp_dir=self.dir)
+        self.vm.set_console()
+        with open(os.path.join(self.dir, f"{tag}.cmdline"), "w", encoding="utf-8") as f:
+            f.write(" ".join([self.qemu_bin] + self.qemu_args()) + "\n")
+        self.vm.launch()
+        self._buf, self._pos = b"", 0
+        self._log = open(os.path.join(self.dir, f"{tag}.console.log"), "wb")
+        self._reader = threading.Thread(target=self._read_console, daemon=True)
+        self._reader.start()
+        self.t_boot = time.monotonic()
+        log(f"{self.name}: booting (console log {self._log.name})")
+
+    def _read_console(self):
+        sock = self.vm.console_socket
+        while True:
+            try:
+                data = sock.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            self._log.write(data)
+            self._log.flush()
+            with self._cv:
+                self._buf += data
+                self._cv.notify_all()
+        with self._cv:
+            self._cv.notify_all()
+
+    def running(self):
+        return self.vm is not None and self.vm.is_running()
+
+    def expect(self, pattern, timeout):
+        """Wait for PATTERN (bytes regex) in the console after the last
+        match; returns the match. GuestError on timeout or QEMU exit."""
+        rx = re.compile(pattern) if isinstance(pattern, bytes) else pattern
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                m = rx.search(self._buf, self._pos)
+                if m:
+                    self._pos = m.end()
+                    return m
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GuestError(f"{self.name}: timed out after {timeout} s waiting for "
+                                     f"{rx.pattern!r}")
+                if not self.running():
+                    raise GuestError(f"{self.name}: QEMU exited (waiting for {rx.pattern!r})")
+                self._cv.wait(min(left, 1.0))
+
+    def send(self, text):
+        self.vm.console_socket.sendall(text.encode())
+
+    def wait_shell(self, timeout=600):
+        """Wait for the root shell on ttyS0 and make it fit for scripting."""
+        self.expect(PROMPT, timeout)
+        # no echo, no console kernel messages, no colours or pagers
+        self._seq += 1
+        tok = f"QSETUP{self._seq}"
+        deadline = time.monotonic() + 60
+        while True:
+            self.send("stty -echo; dmesg -n 1; export TERM=dumb PAGER=cat SYSTEMD_PAGER= "
+                      "SYSTEMD_COLORS=0 DEBIAN_FRONTEND=noninteractive; "
+                      f"bind 'set enable-bracketed-paste off' 2>/dev/null; echo {tok}''OK\n")
+            try:
+                self.expect(f"{tok}OK".encode(), 10)
+                break
+            except GuestError:
+                if time.monotonic() > deadline:
+                    raise
+        took = time.monotonic() - self.t_boot
+        log(f"{self.name}: shell ready {took:.0f} s after QEMU started")
+        return took
+
+    def sh(self, cmd, timeout=120, check=False):
+        """Run CMD (one shell line) on the console; (exit status, output)."""
+        self._seq += 1
+        n = self._seq
+        with self._cv:
+            self._pos = len(self._buf)
+        start = self._pos
+        sep = " " if cmd.rstrip().endswith("&") else "; "
+        self.send(f"{cmd}{sep}echo QEND{n}'-'$?'-'QEND\n")
+        m = self.expect(f"QEND{n}-([0-9]+)-QEND".encode(), timeout)
+        text = PROMPT.sub(b"", self._buf[start:m.start()])
+        text = text.decode("utf-8", "replace").replace("\r", "")
+        rc = int(m.group(1))
+        if check and rc != 0:
+            raise GuestError(f"{self.name}: `{cmd}` exited {rc}:\n{text[-3000:]}")
+        return rc, text
+
+    # -- network (inside the guest) --
+    def setup_ip(self, ip, mtu=9000):
+        """Bring up the virtio-net (found by MAC) with IP/24."""
+        m = mac(self.gid)
+        rc, out = self.sh(f"ip -o link | awk -F': ' '/link\\/ether {m}/ && !/qhca/ {{print $2}}'")
+        ifaces = [line.strip() for line in out.splitlines() if line.strip()]
+        if rc != 0 or not ifaces:
+            raise GuestError(f"{self.name}: no interface with MAC {m}: {out}")
+        self.iface = ifaces[0]
+        self.ip = ip
+        self.sh(f"ip link set {self.iface} mtu {mtu} up && ip addr replace {ip}/24 dev "
+                f"{self.iface}", check=True)
+        return self.iface
+
+    def poweroff(self, timeout=180):
+        """Clean shutdown (the disk is kept), else QEMU is stopped."""
+        if self.vm is None:
+            return
+        try:
+            if self.running():
+                self.send("sync; systemctl poweroff\n")
+                self.vm.wait(timeout=timeout)
+        except Exception as e:  # pylint: disable=broad-except
+            log(f"{self.name}: no clean poweroff ({e}); stopping QEMU")
+        self.kill()
+
+    def kill(self):
+        if self.vm is None:
+            return
+        try:
+            self.vm.shutdown(hard=True)
+        except Exception as e:  # pylint: disable=broad-except
+            log(f"{self.name}: stopping QEMU: {e}")
+        if self._reader:
+            self._reader.join(timeout=5)
+        if self._log:
+            self._log.close()
+        self.vm = None
+
+
+def wire_pair(a, b):
+    """The two guests' IP and RDMA networks: one -netdev dgram pair each on
+    127.0.0.1 (UDP), as scripts/launch wires two guests."""
+    p = free_udp_ports(4)
+    for net, (pa, pb) in (("ip", (p[0], p[1])), ("rdma", (p[2], p[3]))):
+        for g, me, peer in ((a, pa, pb), (b, pb, pa)):
+            g.netdevs[net] = (f"dgram,id={net}net,local.type=inet,local.host=127.0.0.1,"
+                              f"local.port={me},remote.type=inet,remote.host=127.0.0.1,"
+                              f"remote.port={peer}")
