@@ -49,11 +49,11 @@
 /* Completion event queues: 1024 events each (four pages). */
 #define QHCA_CEQ_LOG_DEPTH	10
 
-/* Smallest work and completion queue the driver creates. */
-#define QHCA_MIN_WQ_DEPTH	8
-#define QHCA_MIN_CQ_DEPTH	8
-/* Ring depths are at most 32768 (16-bit free-running indices). */
-#define QHCA_MAX_RING_LOG	15
+/*
+ * Queue depths, strides and their limits (QHCA_MAX_QUEUE_DEPTH,
+ * QHCA_MIN_WQ_DEPTH, ...) are the hardware contract's: qhca_hw.h, "Queue
+ * geometry", shared with the provider.
+ */
 
 /* Memory registration: at most two levels of 512-entry page lists. */
 #define QHCA_PBL_MAX_PAGES	(QHCA_PBL_ENTRIES * QHCA_PBL_ENTRIES)

@@ -34,7 +34,7 @@ void qhca_cq_put(struct qhca_cq *cq)
 		complete(&cq->free);
 }
 
-/* The user CQ's ring, as the provider sized it */
+/* The user CQ's ring: the provider sized it by qhca_geom_cq_depth() too */
 static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
 			     const struct ib_cq_init_attr *attr,
 			     struct ib_udata *udata)
@@ -45,8 +45,8 @@ static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
 	ret = qhca_udata_in(udata, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (cmd.reserved || !is_power_of_2(cmd.depth) || cmd.depth < 2 ||
-	    cmd.depth > dev->max_cqe || cmd.depth < attr->cqe) {
+	if (cmd.reserved ||
+	    cmd.depth != qhca_geom_cq_depth(attr->cqe, dev->max_cqe)) {
 		ibdev_dbg(&dev->ibdev, "bad CQ depth %u for %u CQEs\n",
 			  cmd.depth, attr->cqe);
 		return -EINVAL;
@@ -79,8 +79,7 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (udata) {
 		ret = qhca_cq_user_ring(dev, cq, attr, udata);
 	} else {
-		depth = roundup_pow_of_two(max_t(u32, attr->cqe,
-						 QHCA_MIN_CQ_DEPTH));
+		depth = qhca_geom_cq_depth(attr->cqe, dev->max_cqe);
 		ret = qhca_ring_alloc(dev, &cq->ring, depth,
 				      ilog2(QHCA_CQE_SIZE));
 	}
@@ -109,6 +108,8 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		struct qhca_create_cq_resp resp = {
 			.cqn = cq->cqn,
 			.depth = depth,
+			.comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+			.log_stride = ilog2(QHCA_CQE_SIZE),
 		};
 
 		ret = qhca_udata_out(udata, &resp, sizeof(resp));

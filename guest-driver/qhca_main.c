@@ -401,11 +401,11 @@ static int qhca_query_hw(struct qhca_dev *dev)
 	}
 	dev->max_mr_size = le64_to_cpu(a->max_mr_size);
 	dev->max_qp_wr = min_t(u32, le32_to_cpu(a->max_qp_wr),
-			       1u << QHCA_MAX_RING_LOG);
+			       QHCA_MAX_QUEUE_DEPTH);
 	dev->max_cqe = min_t(u32, le32_to_cpu(a->max_cqe),
-			     1u << QHCA_MAX_RING_LOG);
+			     QHCA_MAX_QUEUE_DEPTH);
 	dev->max_srq_wr = min_t(u32, le32_to_cpu(a->max_srq_wr),
-				1u << QHCA_MAX_RING_LOG);
+				QHCA_MAX_QUEUE_DEPTH);
 	dev->max_fast_reg_pages = min_t(u32,
 					le32_to_cpu(a->max_fast_reg_pages),
 					QHCA_PBL_ENTRIES);

@@ -2,19 +2,12 @@
 /*
  * qhca: queue pairs (RC, UD and the GSI QP1) and shared receive queues.
  *
- * Queue geometry.  A send queue entry is a 64-byte header followed by
- * SGEs or inline data, a receive entry a 16-byte header followed by SGEs;
- * each queue has a fixed power-of-two stride.  From the requested caps:
- *
- *   send stride = next power of two of
- *                 64 + max(16 * max_send_sge, max_inline_data), at least 64
- *   recv stride = next power of two of 16 + 16 * max_recv_sge, at least 32
- *   depth       = next power of two of max(max_wr, 8)
- *
- * and the caps written back are what the stride holds (at most 16 SGEs,
- * at most 512 inline bytes).  The rdma-core provider applies the same
- * rules (userlib/README.md) and sends the caps it got, so both sides
- * derive the same strides; the kernel checks the depths it is told.
+ * Queue geometry (depths, strides, the caps a stride holds) follows the
+ * rules of qhca_hw.h ("Queue geometry"), which the rdma-core provider
+ * applies too: it allocates user rings before the create and sends the
+ * depths, the kernel checks them against its own result and returns that
+ * result in the create response, and the provider refuses a create whose
+ * response differs from what it computed (docs/abi.md).
  *
  * Kernel queues are posted to here; their entries are reused once a CQE
  * (polled in qhca_cq.c) says the device is done with them.  SQ and RQ
@@ -31,70 +24,21 @@
 #include "qhca.h"
 #include "qhca-abi.h"
 
-struct qhca_wq_geom {
-	u32 depth;
-	u8 log_stride;
-	u32 max_sge;
-	u32 max_inline;
-};
-
-static int qhca_wq_depth(u32 max_wr, u32 limit, u32 *depth)
-{
-	if (max_wr > limit)
-		return -EINVAL;
-	*depth = roundup_pow_of_two(max_t(u32, max_wr, QHCA_MIN_WQ_DEPTH));
-	return *depth > limit ? -EINVAL : 0;
-}
-
 static int qhca_sq_geom(struct qhca_dev *dev, const struct ib_qp_cap *cap,
 			struct qhca_wq_geom *g)
 {
-	u32 need, room;
-	int ret;
-
-	if (cap->max_send_sge > QHCA_MAX_SGE ||
-	    cap->max_inline_data > le32_to_cpu(dev->attr.max_inline) ||
-	    cap->max_inline_data > QHCA_MAX_INLINE)
+	if (cap->max_inline_data > le32_to_cpu(dev->attr.max_inline))
 		return -EINVAL;
-	ret = qhca_wq_depth(cap->max_send_wr, dev->max_qp_wr, &g->depth);
-	if (ret)
-		return ret;
-
-	need = QHCA_SEND_WQE_HDR_SIZE +
-	       max_t(u32, cap->max_send_sge * sizeof(struct qhca_sge),
-		     cap->max_inline_data);
-	g->log_stride = max_t(u32, order_base_2(need),
-			      QHCA_SEND_WQE_MIN_LOG_STRIDE);
-	if (g->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
+	if (qhca_geom_sq(cap->max_send_wr, cap->max_send_sge,
+			 cap->max_inline_data, dev->max_qp_wr, g))
 		return -EINVAL;
-	room = (1u << g->log_stride) - QHCA_SEND_WQE_HDR_SIZE;
-	g->max_sge = min_t(u32, room / sizeof(struct qhca_sge), QHCA_MAX_SGE);
-	g->max_inline = min_t(u32, room, QHCA_MAX_INLINE);
 	return 0;
 }
 
-static int qhca_rq_geom(u32 max_wr, u32 max_sge, u32 limit,
+static int qhca_rq_geom(u32 max_wr, u32 max_sge, u32 max_depth,
 			struct qhca_wq_geom *g)
 {
-	u32 need;
-	int ret;
-
-	if (max_sge > QHCA_MAX_SGE)
-		return -EINVAL;
-	ret = qhca_wq_depth(max_wr, limit, &g->depth);
-	if (ret)
-		return ret;
-
-	need = QHCA_RECV_WQE_HDR_SIZE + max_sge * sizeof(struct qhca_sge);
-	g->log_stride = max_t(u32, order_base_2(need),
-			      QHCA_RECV_WQE_MIN_LOG_STRIDE);
-	if (g->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
-		return -EINVAL;
-	g->max_sge = min_t(u32, ((1u << g->log_stride) -
-				 QHCA_RECV_WQE_HDR_SIZE) /
-				sizeof(struct qhca_sge), QHCA_MAX_SGE);
-	g->max_inline = 0;
-	return 0;
+	return qhca_geom_rq(max_wr, max_sge, max_depth, g) ? -EINVAL : 0;
 }
 
 static void qhca_wq_init(struct qhca_wq *wq, const struct qhca_wq_geom *g)
@@ -304,6 +248,12 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			.qpn = qp->qpn,
 			.sq_depth = sqg.depth,
 			.rq_depth = rqg.depth,
+			.comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+			.sq_log_stride = sqg.log_stride,
+			.rq_log_stride = rqg.log_stride,
+			.max_send_sge = sqg.max_sge,
+			.max_recv_sge = rqg.max_sge,
+			.max_inline = sqg.max_inline,
 		};
 
 		ret = qhca_udata_out(udata, &resp, sizeof(resp));
@@ -1049,6 +999,9 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		struct qhca_create_srq_resp resp = {
 			.srqn = srq->srqn,
 			.depth = g.depth,
+			.comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+			.log_stride = g.log_stride,
+			.max_sge = g.max_sge,
 		};
 
 		ret = qhca_udata_out(udata, &resp, sizeof(resp));

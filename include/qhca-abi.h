@@ -32,9 +32,21 @@ struct qhca_create_cq_cmd {
 	__u32 reserved;
 };
 
+/*
+ * The create responses return the queue geometry the kernel computed with
+ * the rules of qhca_hw.h ("Queue geometry"), flagged in comp_mask by
+ * QHCA_CREATE_RESP_GEOMETRY.  Kernels before that flag wrote only the
+ * fields above comp_mask (and 0 in the QP's comp_mask, then "reserved");
+ * a provider with a smaller response buffer gets the start of it (the
+ * kernel copies what fits).  docs/abi.md, "Compatibility".
+ */
+#define QHCA_CREATE_RESP_GEOMETRY	(1u << 0)
+
 struct qhca_create_cq_resp {
 	__u32 cqn;
 	__u32 depth;
+	__u32 comp_mask;		/* QHCA_CREATE_RESP_GEOMETRY */
+	__u32 log_stride;		/* log2 of the CQE size */
 };
 
 /* ibv_create_qp(): SQ and RQ rings in user memory (rq_va 0 with an SRQ) */
@@ -48,7 +60,13 @@ struct qhca_create_qp_cmd {
 struct qhca_create_qp_resp {
 	__u32 qpn;
 	__u32 sq_depth;
-	__u32 rq_depth;
+	__u32 rq_depth;			/* 0 with an SRQ */
+	__u32 comp_mask;		/* QHCA_CREATE_RESP_GEOMETRY */
+	__u32 sq_log_stride;
+	__u32 rq_log_stride;		/* 0 with an SRQ */
+	__u32 max_send_sge;
+	__u32 max_recv_sge;		/* 0 with an SRQ */
+	__u32 max_inline;
 	__u32 reserved;
 };
 
@@ -62,6 +80,10 @@ struct qhca_create_srq_cmd {
 struct qhca_create_srq_resp {
 	__u32 srqn;
 	__u32 depth;
+	__u32 comp_mask;		/* QHCA_CREATE_RESP_GEOMETRY */
+	__u32 log_stride;
+	__u32 max_sge;
+	__u32 reserved;
 };
 
 /* ibv_create_ah(): UD WQEs name the device's address handle by number */

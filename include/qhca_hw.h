@@ -18,6 +18,7 @@
 #include <linux/build_bug.h>
 #define QHCA_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 typedef u8 qhca_u8;
+typedef u32 qhca_u32;
 typedef __le16 qhca_le16;
 typedef __le32 qhca_le32;
 typedef __le64 qhca_le64;
@@ -26,6 +27,7 @@ typedef __le64 qhca_le64;
 #include <assert.h>
 #define QHCA_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 typedef uint8_t qhca_u8;
+typedef uint32_t qhca_u32;
 typedef uint16_t qhca_le16;
 typedef uint32_t qhca_le32;
 typedef uint64_t qhca_le64;
@@ -619,6 +621,132 @@ struct qhca_recv_wqe {
 	qhca_u8 reserved[7];
 };
 QHCA_CHECK_SIZE(struct qhca_recv_wqe, QHCA_RECV_WQE_HDR_SIZE);
+
+/* ------------------------------------------------------------------------
+ * Queue geometry: the one statement of the sizing rules.  The driver sizes
+ * kernel queues and checks user queues with these, returns what it computed
+ * in the create responses (qhca-abi.h), and the provider, which allocates
+ * user rings before the create, computes the same with these and refuses a
+ * create whose response differs.  tests/unit/test-qhca-geom.c checks them.
+ *
+ *   depth (SQ, RQ, SRQ, CQ) = next power of two of max(n, 8), at most
+ *                             QHCA_MAX_QUEUE_DEPTH and the device's limit;
+ *   send stride = next power of two of
+ *                 64 + max(16 * max_sge, max_inline), at least 64;
+ *   recv stride = next power of two of 16 + 16 * max_sge, at least 32;
+ *   the caps a queue reports are what its stride holds (at most
+ *   QHCA_MAX_SGE SGEs and QHCA_MAX_INLINE bytes), and applying the rules to
+ *   those caps gives the same stride again.
+ *
+ * Rings are indexed by free-running 16-bit counters, so a ring has at most
+ * 2^15 entries (a full ring must differ from an empty one).
+ */
+#define QHCA_MAX_QUEUE_LOG		15
+#define QHCA_MAX_QUEUE_DEPTH		(1u << QHCA_MAX_QUEUE_LOG)
+#define QHCA_MIN_WQ_DEPTH		8u	/* SQ, RQ, SRQ */
+#define QHCA_MIN_CQ_DEPTH		8u
+
+struct qhca_wq_geom {
+	qhca_u32 depth;			/* entries, a power of two */
+	qhca_u32 log_stride;		/* log2 of the entry size in bytes */
+	qhca_u32 max_sge;		/* SGEs one entry holds */
+	qhca_u32 max_inline;		/* inline bytes one entry holds (SQ) */
+};
+
+/* Smallest l with 2^l >= n: 0 for n <= 1, at most 32 */
+static inline qhca_u32 qhca_geom_log2_ceil(qhca_u32 n)
+{
+	qhca_u32 l = 0;
+
+	while (l < 32 && ((qhca_u32)1 << l) < n)
+		l++;
+	return l;
+}
+
+/*
+ * Depth for n entries: the next power of two of max(n, min_depth), or 0 when
+ * that is above max_depth (which QHCA_MAX_QUEUE_DEPTH also caps).
+ */
+static inline qhca_u32 qhca_geom_depth(qhca_u32 n, qhca_u32 min_depth,
+				       qhca_u32 max_depth)
+{
+	qhca_u32 l;
+
+	if (max_depth > QHCA_MAX_QUEUE_DEPTH)
+		max_depth = QHCA_MAX_QUEUE_DEPTH;
+	if (n > max_depth)
+		return 0;
+	l = qhca_geom_log2_ceil(n < min_depth ? min_depth : n);
+	if (l > QHCA_MAX_QUEUE_LOG || (1u << l) > max_depth)
+		return 0;
+	return 1u << l;
+}
+
+/* SQ, RQ and SRQ depth for max_wr work requests; 0 if out of range */
+static inline qhca_u32 qhca_geom_wq_depth(qhca_u32 max_wr, qhca_u32 max_depth)
+{
+	return qhca_geom_depth(max_wr, QHCA_MIN_WQ_DEPTH, max_depth);
+}
+
+/* CQ depth for cqe entries (all of them usable); 0 if out of range */
+static inline qhca_u32 qhca_geom_cq_depth(qhca_u32 cqe, qhca_u32 max_depth)
+{
+	if (cqe < 1)
+		return 0;
+	return qhca_geom_depth(cqe, QHCA_MIN_CQ_DEPTH, max_depth);
+}
+
+/* Send queue geometry; 0, or -1 when a cap is out of range */
+static inline int qhca_geom_sq(qhca_u32 max_wr, qhca_u32 max_sge,
+			       qhca_u32 max_inline, qhca_u32 max_depth,
+			       struct qhca_wq_geom *g)
+{
+	qhca_u32 need, room;
+
+	if (max_sge > QHCA_MAX_SGE || max_inline > QHCA_MAX_INLINE)
+		return -1;
+	g->depth = qhca_geom_wq_depth(max_wr, max_depth);
+	if (!g->depth)
+		return -1;
+	need = max_sge * (qhca_u32)sizeof(struct qhca_sge);
+	if (max_inline > need)
+		need = max_inline;
+	g->log_stride = qhca_geom_log2_ceil(QHCA_SEND_WQE_HDR_SIZE + need);
+	if (g->log_stride < QHCA_SEND_WQE_MIN_LOG_STRIDE)
+		g->log_stride = QHCA_SEND_WQE_MIN_LOG_STRIDE;
+	if (g->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
+		return -1;
+	room = (1u << g->log_stride) - QHCA_SEND_WQE_HDR_SIZE;
+	g->max_sge = room / (qhca_u32)sizeof(struct qhca_sge);
+	if (g->max_sge > QHCA_MAX_SGE)
+		g->max_sge = QHCA_MAX_SGE;
+	g->max_inline = room > QHCA_MAX_INLINE ? QHCA_MAX_INLINE : room;
+	return 0;
+}
+
+/* Receive queue (RQ or SRQ) geometry; 0, or -1 when out of range */
+static inline int qhca_geom_rq(qhca_u32 max_wr, qhca_u32 max_sge,
+			       qhca_u32 max_depth, struct qhca_wq_geom *g)
+{
+	if (max_sge > QHCA_MAX_SGE)
+		return -1;
+	g->depth = qhca_geom_wq_depth(max_wr, max_depth);
+	if (!g->depth)
+		return -1;
+	g->log_stride = qhca_geom_log2_ceil(QHCA_RECV_WQE_HDR_SIZE +
+					    max_sge *
+					    (qhca_u32)sizeof(struct qhca_sge));
+	if (g->log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE)
+		g->log_stride = QHCA_RECV_WQE_MIN_LOG_STRIDE;
+	if (g->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
+		return -1;
+	g->max_sge = ((1u << g->log_stride) - QHCA_RECV_WQE_HDR_SIZE) /
+		     (qhca_u32)sizeof(struct qhca_sge);
+	if (g->max_sge > QHCA_MAX_SGE)
+		g->max_sge = QHCA_MAX_SGE;
+	g->max_inline = 0;
+	return 0;
+}
 
 /* ------------------------------------------------------------------------
  * Completion queue entries

@@ -43,11 +43,6 @@ DECLARE_DRV_CMD(qhca_uv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 DECLARE_DRV_CMD(qhca_uv_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		qhca_create_ah_resp);
 
-/* Queue limits of the hardware contract (docs/hardware.md section 4) */
-#define QHCA_MAX_QUEUE_DEPTH		32768u
-#define QHCA_MIN_WQ_DEPTH		8u
-#define QHCA_MIN_CQ_DEPTH		8u
-
 /* Queue numbers are < 65536: a two-level QPN -> QP table */
 #define QHCA_QP_TABLE_SHIFT		8
 #define QHCA_QP_TABLE_SIZE		(1u << QHCA_QP_TABLE_SHIFT)
@@ -190,28 +185,20 @@ static inline struct qhca_ah *to_qhca_ah(struct ibv_ah *ibah)
 }
 
 /* ------------------------------------------------------------------------
- * Pure: queue sizing (qhca_wqe.c).  The kernel driver derives the same
- * numbers from the ibv_qp_init_attr caps the provider sends; README.md
- * spells the rules out for it.
+ * Pure: queue sizing by the shared rules of qhca_hw.h ("Queue geometry"),
+ * and the check of the kernel's create responses against it (qhca_wqe.c).
  */
-struct qhca_sq_size {
-	uint32_t depth;
-	uint32_t log_stride;
-	uint32_t max_sge;		/* actual: what the stride holds */
-	uint32_t max_inline;		/* actual: what the stride holds */
-};
-
-struct qhca_rq_size {
-	uint32_t depth;
-	uint32_t log_stride;
-	uint32_t max_sge;		/* actual */
-};
-
 int qhca_wq_depth(uint32_t max_wr, uint32_t *depth);
 int qhca_sq_size(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline,
-		 struct qhca_sq_size *out);
-int qhca_rq_size(uint32_t max_wr, uint32_t max_sge, struct qhca_rq_size *out);
+		 struct qhca_wq_geom *out);
+int qhca_rq_size(uint32_t max_wr, uint32_t max_sge, struct qhca_wq_geom *out);
 int qhca_cq_depth(int cqe, uint32_t *depth);
+int qhca_check_cq_resp(const struct qhca_create_cq_resp *resp,
+		       uint32_t depth);
+int qhca_check_qp_resp(const struct qhca_create_qp_resp *resp,
+		       const struct qhca_wq *sq, const struct qhca_wq *rq);
+int qhca_check_srq_resp(const struct qhca_create_srq_resp *resp,
+			const struct qhca_wq *wq);
 
 /* ------------------------------------------------------------------------
  * Pure: WQE encoding and CQE decoding (qhca_wqe.c)

@@ -375,10 +375,12 @@ static struct ibv_cq_ex *qhca_create_cq_common(struct ibv_context *ibctx,
 		goto err_teardown;
 
 	cq->cqn = resp.cqn;
-	if (cq->cqn > QHCA_DB_NUM_MASK || (resp.depth && resp.depth != depth)) {
+	if (cq->cqn > QHCA_DB_NUM_MASK ||
+	    qhca_check_cq_resp(&resp.drv_payload, depth)) {
 		verbs_err(verbs_get_ctx(ibctx),
-			  "qhca: kernel CQ %u depth %u, provider asked %u\n",
-			  resp.cqn, resp.depth, depth);
+			  "qhca: CQ %u geometry differs between kernel and provider (depth/log stride %u/%u vs %u/%u; comp_mask %#x): kernel module and libqhca do not match\n",
+			  resp.cqn, resp.depth, resp.log_stride, depth,
+			  qhca_geom_log2_ceil(QHCA_CQE_SIZE), resp.comp_mask);
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		ret = EINVAL;
 		goto err_teardown;

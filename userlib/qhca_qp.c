@@ -55,8 +55,8 @@ static void qhca_wq_free(struct qhca_wq *wq)
 int qhca_qp_setup(struct qhca_qp *qp, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_cap *cap = &attr->cap;
-	struct qhca_sq_size sqs;
-	struct qhca_rq_size rqs = {};
+	struct qhca_wq_geom sqs;
+	struct qhca_wq_geom rqs = {};
 	int ret;
 
 	ret = qhca_sq_size(cap->max_send_wr, cap->max_send_sge,
@@ -246,13 +246,21 @@ static struct ibv_qp *qhca_create_qp_common(struct ibv_context *ibctx,
 		goto err_teardown;
 
 	qp->qpn = qp->vqp.qp.qp_num;
-	if (qp->qpn > QHCA_DB_NUM_MASK ||
-	    (resp.sq_depth && resp.sq_depth != qp->sq.depth) ||
-	    (resp.rq_depth && resp.rq_depth != qp->rq.depth)) {
+	if (qp->qpn > QHCA_DB_NUM_MASK) {
+		verbs_err(&ctx->ibv_ctx, "qhca: kernel QPN %u above %u\n",
+			  qp->qpn, QHCA_DB_NUM_MASK);
+		ret = EINVAL;
+		goto err_destroy;
+	}
+	if (qhca_check_qp_resp(&resp.drv_payload, &qp->sq, &qp->rq)) {
 		verbs_err(&ctx->ibv_ctx,
-			  "qhca: kernel QP %u depths %u/%u, provider %u/%u\n",
-			  qp->qpn, resp.sq_depth, resp.rq_depth, qp->sq.depth,
-			  qp->rq.depth);
+			  "qhca: QP %u geometry differs between kernel and provider (depth/log stride/SGEs: SQ %u/%u/%u vs %u/%u/%u, RQ %u/%u/%u vs %u/%u/%u; inline %u vs %u; comp_mask %#x): kernel module and libqhca do not match\n",
+			  qp->qpn, resp.sq_depth, resp.sq_log_stride,
+			  resp.max_send_sge, qp->sq.depth, qp->sq.log_stride,
+			  qp->sq.max_sge, resp.rq_depth, resp.rq_log_stride,
+			  resp.max_recv_sge, qp->rq.depth, qp->rq.log_stride,
+			  qp->rq.max_sge, resp.max_inline, qp->sq.max_inline,
+			  resp.comp_mask);
 		ret = EINVAL;
 		goto err_destroy;
 	}
@@ -717,7 +725,7 @@ void qhca_qp_fill_wr_ops(struct qhca_qp *qp, uint64_t send_ops_flags)
  */
 int qhca_srq_setup(struct qhca_srq *srq, struct ibv_srq_attr *attr)
 {
-	struct qhca_rq_size rqs;
+	struct qhca_wq_geom rqs;
 	int ret;
 
 	ret = qhca_rq_size(attr->max_wr, attr->max_sge, &rqs);
@@ -800,10 +808,12 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd,
 
 	srq->srqn = resp.srqn;
 	if (srq->srqn > QHCA_DB_NUM_MASK ||
-	    (resp.depth && resp.depth != srq->wq.depth)) {
+	    qhca_check_srq_resp(&resp.drv_payload, &srq->wq)) {
 		verbs_err(verbs_get_ctx(pd->context),
-			  "qhca: kernel SRQ %u depth %u, provider %u\n",
-			  resp.srqn, resp.depth, srq->wq.depth);
+			  "qhca: SRQ %u geometry differs between kernel and provider (depth/log stride/SGEs %u/%u/%u vs %u/%u/%u; comp_mask %#x): kernel module and libqhca do not match\n",
+			  resp.srqn, resp.depth, resp.log_stride, resp.max_sge,
+			  srq->wq.depth, srq->wq.log_stride, srq->wq.max_sge,
+			  resp.comp_mask);
 		ibv_cmd_destroy_srq(&srq->ibv_srq);
 		ret = EINVAL;
 		goto err_teardown;

@@ -14,113 +14,87 @@
 
 #include "qhca.h"
 
-static uint32_t qhca_roundup_pow2(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static uint32_t qhca_log2(uint32_t pow2)
-{
-	uint32_t l = 0;
-
-	while ((1u << l) < pow2)
-		l++;
-	return l;
-}
-
 /*
- * Queue sizing.  These are the rules the kernel driver mirrors (README.md,
- * "Queue sizing"); change them only together with guest-driver/.
+ * Queue sizing.  The rules are the hardware contract's (qhca_hw.h, "Queue
+ * geometry"), which the kernel driver applies too; these put them in the
+ * provider's error convention (a positive errno).
  */
-
-/* SQ, RQ and SRQ depth: next power of two of max_wr, at least 8 */
 int qhca_wq_depth(uint32_t max_wr, uint32_t *depth)
 {
-	if (max_wr > QHCA_MAX_QUEUE_DEPTH)
-		return EINVAL;
-	*depth = qhca_roundup_pow2(max_wr < QHCA_MIN_WQ_DEPTH ?
-				   QHCA_MIN_WQ_DEPTH : max_wr);
-	return 0;
+	*depth = qhca_geom_wq_depth(max_wr, QHCA_MAX_QUEUE_DEPTH);
+	return *depth ? 0 : EINVAL;
 }
 
-/*
- * Send WQE stride: next power of two of
- * 64 + max(16 * max_send_sge, max_inline_data), at least 64.  What that
- * stride holds is reported back as the QP's caps.
- */
 int qhca_sq_size(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline,
-		 struct qhca_sq_size *out)
+		 struct qhca_wq_geom *out)
 {
-	uint32_t need, stride, room;
-	int ret;
-
-	if (max_sge > QHCA_MAX_SGE || max_inline > QHCA_MAX_INLINE)
-		return EINVAL;
-	ret = qhca_wq_depth(max_wr, &out->depth);
-	if (ret)
-		return ret;
-
-	need = sizeof(struct qhca_sge) * max_sge;
-	if (max_inline > need)
-		need = max_inline;
-	need += QHCA_SEND_WQE_HDR_SIZE;
-	stride = qhca_roundup_pow2(need);
-	out->log_stride = qhca_log2(stride);
-	if (out->log_stride < QHCA_SEND_WQE_MIN_LOG_STRIDE)
-		out->log_stride = QHCA_SEND_WQE_MIN_LOG_STRIDE;
-	if (out->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
-		return EINVAL;
-
-	room = (1u << out->log_stride) - QHCA_SEND_WQE_HDR_SIZE;
-	out->max_sge = room / sizeof(struct qhca_sge);
-	if (out->max_sge > QHCA_MAX_SGE)
-		out->max_sge = QHCA_MAX_SGE;
-	out->max_inline = room > QHCA_MAX_INLINE ? QHCA_MAX_INLINE : room;
-	return 0;
+	return qhca_geom_sq(max_wr, max_sge, max_inline, QHCA_MAX_QUEUE_DEPTH,
+			    out) ? EINVAL : 0;
 }
 
-/*
- * Receive WQE stride (RQ and SRQ): next power of two of
- * 16 + 16 * max_recv_sge, at least 32.
- */
-int qhca_rq_size(uint32_t max_wr, uint32_t max_sge, struct qhca_rq_size *out)
+int qhca_rq_size(uint32_t max_wr, uint32_t max_sge, struct qhca_wq_geom *out)
 {
-	uint32_t stride;
-	int ret;
-
-	if (max_sge > QHCA_MAX_SGE)
-		return EINVAL;
-	ret = qhca_wq_depth(max_wr, &out->depth);
-	if (ret)
-		return ret;
-
-	stride = qhca_roundup_pow2(QHCA_RECV_WQE_HDR_SIZE +
-				   sizeof(struct qhca_sge) * max_sge);
-	out->log_stride = qhca_log2(stride);
-	if (out->log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE)
-		out->log_stride = QHCA_RECV_WQE_MIN_LOG_STRIDE;
-	if (out->log_stride > QHCA_WQE_MAX_LOG_STRIDE)
-		return EINVAL;
-
-	out->max_sge = ((1u << out->log_stride) - QHCA_RECV_WQE_HDR_SIZE) /
-		       sizeof(struct qhca_sge);
-	if (out->max_sge > QHCA_MAX_SGE)
-		out->max_sge = QHCA_MAX_SGE;
-	return 0;
+	return qhca_geom_rq(max_wr, max_sge, QHCA_MAX_QUEUE_DEPTH, out) ?
+		       EINVAL : 0;
 }
 
-/* CQ depth: next power of two of cqe, at least 8; all of it usable */
+/* CQ depth: all of it usable */
 int qhca_cq_depth(int cqe, uint32_t *depth)
 {
-	if (cqe < 1 || (uint32_t)cqe > QHCA_MAX_QUEUE_DEPTH)
+	*depth = cqe < 1 ? 0 :
+			   qhca_geom_cq_depth((uint32_t)cqe, QHCA_MAX_QUEUE_DEPTH);
+	return *depth ? 0 : EINVAL;
+}
+
+/*
+ * The kernel's answer to a create, against the geometry the provider
+ * computed and allocated before it.  With QHCA_CREATE_RESP_GEOMETRY every
+ * field must agree.  Without it the kernel module predates the geometry
+ * fields (docs/abi.md, "Compatibility"): it applies the same rules but
+ * returns only the depths, which must agree (or be 0).  EINVAL on any
+ * difference; the caller destroys the object.
+ */
+static bool qhca_wq_matches(const struct qhca_wq *wq, uint32_t depth,
+			    uint32_t log_stride, uint32_t max_sge)
+{
+	return wq->depth == depth && wq->log_stride == log_stride &&
+	       wq->max_sge == max_sge;
+}
+
+int qhca_check_cq_resp(const struct qhca_create_cq_resp *resp,
+		       uint32_t depth)
+{
+	if (!(resp->comp_mask & QHCA_CREATE_RESP_GEOMETRY))
+		return resp->depth && resp->depth != depth ? EINVAL : 0;
+	if (resp->depth != depth ||
+	    resp->log_stride != qhca_geom_log2_ceil(QHCA_CQE_SIZE))
 		return EINVAL;
-	*depth = qhca_roundup_pow2((uint32_t)cqe < QHCA_MIN_CQ_DEPTH ?
-				   QHCA_MIN_CQ_DEPTH : (uint32_t)cqe);
 	return 0;
+}
+
+int qhca_check_qp_resp(const struct qhca_create_qp_resp *resp,
+		       const struct qhca_wq *sq, const struct qhca_wq *rq)
+{
+	if (!(resp->comp_mask & QHCA_CREATE_RESP_GEOMETRY))
+		return (resp->sq_depth && resp->sq_depth != sq->depth) ||
+		       (resp->rq_depth && resp->rq_depth != rq->depth) ?
+			       EINVAL : 0;
+	if (!qhca_wq_matches(sq, resp->sq_depth, resp->sq_log_stride,
+			     resp->max_send_sge) ||
+	    sq->max_inline != resp->max_inline ||
+	    !qhca_wq_matches(rq, resp->rq_depth, resp->rq_log_stride,
+			     resp->max_recv_sge))
+		return EINVAL;
+	return 0;
+}
+
+int qhca_check_srq_resp(const struct qhca_create_srq_resp *resp,
+			const struct qhca_wq *wq)
+{
+	if (!(resp->comp_mask & QHCA_CREATE_RESP_GEOMETRY))
+		return resp->depth && resp->depth != wq->depth ? EINVAL : 0;
+	return qhca_wq_matches(wq, resp->depth, resp->log_stride,
+			       resp->max_sge) ? 0 : EINVAL;
 }
 
 /*

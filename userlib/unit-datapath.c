@@ -376,8 +376,8 @@ static void test_sizing(void)
 		{ 0, 8 }, { 1, 8 }, { 8, 8 }, { 9, 16 }, { 100, 128 },
 		{ 1024, 1024 }, { 1025, 2048 }, { 32768, 32768 },
 	};
-	struct qhca_sq_size sqs, sqs2;
-	struct qhca_rq_size rqs, rqs2;
+	struct qhca_wq_geom sqs, sqs2;
+	struct qhca_wq_geom rqs, rqs2;
 	uint32_t sge, inl, depth;
 	bool good;
 	size_t i;
@@ -1508,6 +1508,154 @@ static void test_wr_api_ud(void)
 	free_ctx(ctx);
 }
 
+/*
+ * The kernel's create responses against the provider's own geometry:
+ * responses as a kernel with QHCA_CREATE_RESP_GEOMETRY writes them (values
+ * spelled out here from docs/abi.md, not computed), each field changed in
+ * turn, and responses of a kernel module from before the geometry fields.
+ */
+static void test_create_resp(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 16, 1);
+	struct qhca_srq *srq = new_srq(ctx, 8, 1, 3);
+	struct qp_spec spec = {
+		.type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.scq = cq, .rcq = cq, .qpn = 2,
+	};
+	struct qhca_qp *qp = new_qp(ctx, &spec), *sqp;
+	/* 16 x 1 SGE: send stride 128 (4 SGEs or 64 bytes inline), recv 32 */
+	const struct qhca_create_qp_resp qgood = {
+		.qpn = 2, .sq_depth = 16, .rq_depth = 16,
+		.comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+		.sq_log_stride = 7, .rq_log_stride = 5,
+		.max_send_sge = 4, .max_recv_sge = 1, .max_inline = 64,
+	};
+	const struct qhca_create_srq_resp sgood = {
+		.srqn = 3, .depth = 8, .comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+		.log_stride = 5, .max_sge = 1,
+	};
+	const struct qhca_create_cq_resp cgood = {
+		.cqn = 1, .depth = 16, .comp_mask = QHCA_CREATE_RESP_GEOMETRY,
+		.log_stride = 5,
+	};
+	/* the fields of the geometry, by offset */
+	static const size_t qfields[] = {
+		offsetof(struct qhca_create_qp_resp, sq_depth),
+		offsetof(struct qhca_create_qp_resp, rq_depth),
+		offsetof(struct qhca_create_qp_resp, sq_log_stride),
+		offsetof(struct qhca_create_qp_resp, rq_log_stride),
+		offsetof(struct qhca_create_qp_resp, max_send_sge),
+		offsetof(struct qhca_create_qp_resp, max_recv_sge),
+		offsetof(struct qhca_create_qp_resp, max_inline),
+	};
+	static const size_t sfields[] = {
+		offsetof(struct qhca_create_srq_resp, depth),
+		offsetof(struct qhca_create_srq_resp, log_stride),
+		offsetof(struct qhca_create_srq_resp, max_sge),
+	};
+	static const size_t cfields[] = {
+		offsetof(struct qhca_create_cq_resp, depth),
+		offsetof(struct qhca_create_cq_resp, log_stride),
+	};
+	static const uint32_t deltas[] = { 1, 0xffffffffu, 8, 0x80000000u };
+	struct qhca_create_qp_resp qr;
+	struct qhca_create_srq_resp sr;
+	struct qhca_create_cq_resp cr;
+	size_t i, j;
+	bool good;
+
+	ok(qhca_check_qp_resp(&qgood, &qp->sq, &qp->rq) == 0 &&
+	   qhca_check_srq_resp(&sgood, &srq->wq) == 0 &&
+	   qhca_check_cq_resp(&cgood, cq->depth) == 0,
+	   "create responses: the kernel's geometry equal to the provider's is accepted (CQ, QP, SRQ)");
+
+	good = true;
+	for (i = 0; i < ARRAY_SIZE(qfields); i++) {
+		for (j = 0; j < ARRAY_SIZE(deltas); j++) {
+			qr = qgood;
+			put32((uint8_t *)&qr, qfields[i],
+			      get32((uint8_t *)&qr + qfields[i]) + deltas[j]);
+			if (qhca_check_qp_resp(&qr, &qp->sq, &qp->rq) != EINVAL) {
+				diag("QP response field at %zu + %#x accepted",
+				     qfields[i], deltas[j]);
+				good = false;
+			}
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(sfields); i++) {
+		for (j = 0; j < ARRAY_SIZE(deltas); j++) {
+			sr = sgood;
+			put32((uint8_t *)&sr, sfields[i],
+			      get32((uint8_t *)&sr + sfields[i]) + deltas[j]);
+			if (qhca_check_srq_resp(&sr, &srq->wq) != EINVAL) {
+				diag("SRQ response field at %zu + %#x accepted",
+				     sfields[i], deltas[j]);
+				good = false;
+			}
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(cfields); i++) {
+		for (j = 0; j < ARRAY_SIZE(deltas); j++) {
+			cr = cgood;
+			put32((uint8_t *)&cr, cfields[i],
+			      get32((uint8_t *)&cr + cfields[i]) + deltas[j]);
+			if (qhca_check_cq_resp(&cr, cq->depth) != EINVAL) {
+				diag("CQ response field at %zu + %#x accepted",
+				     cfields[i], deltas[j]);
+				good = false;
+			}
+		}
+	}
+	ok(good, "create responses: any geometry field differing from the provider's fails the create (EINVAL)");
+
+	/* A QP on an SRQ has no RQ: the kernel returns zeros for it */
+	spec.srq = srq;
+	spec.qpn = 4;
+	spec.cap.max_recv_wr = 0;
+	spec.cap.max_recv_sge = 0;
+	sqp = new_qp(ctx, &spec);
+	qr = qgood;
+	qr.qpn = 4;
+	qr.rq_depth = 0;
+	qr.rq_log_stride = 0;
+	qr.max_recv_sge = 0;
+	good = qhca_check_qp_resp(&qr, &sqp->sq, &sqp->rq) == 0;
+	qr.max_recv_sge = 1;
+	good = good && qhca_check_qp_resp(&qr, &sqp->sq, &sqp->rq) == EINVAL;
+	ok(good, "create responses: a QP on an SRQ matches only with an empty RQ geometry");
+
+	/*
+	 * A kernel module from before the geometry fields: comp_mask 0 (the
+	 * QP's was "reserved"), fields past it not written (0), depths equal.
+	 */
+	qr = (struct qhca_create_qp_resp){ .qpn = 2, .sq_depth = 16,
+					   .rq_depth = 16 };
+	sr = (struct qhca_create_srq_resp){ .srqn = 3, .depth = 8 };
+	cr = (struct qhca_create_cq_resp){ .cqn = 1, .depth = 16 };
+	good = qhca_check_qp_resp(&qr, &qp->sq, &qp->rq) == 0 &&
+	       qhca_check_srq_resp(&sr, &srq->wq) == 0 &&
+	       qhca_check_cq_resp(&cr, cq->depth) == 0;
+	qr.sq_depth = 32;
+	sr.depth = 16;
+	cr.depth = 32;
+	good = good && qhca_check_qp_resp(&qr, &qp->sq, &qp->rq) == EINVAL &&
+	       qhca_check_srq_resp(&sr, &srq->wq) == EINVAL &&
+	       qhca_check_cq_resp(&cr, cq->depth) == EINVAL;
+	qr.sq_depth = 16;
+	qr.rq_depth = 8;
+	good = good && qhca_check_qp_resp(&qr, &qp->sq, &qp->rq) == EINVAL;
+	ok(good, "create responses: an older kernel module (no QHCA_CREATE_RESP_GEOMETRY) is checked on its depths only");
+
+	free_qp(ctx, sqp);
+	free_qp(ctx, qp);
+	free_srq(srq);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
 /* create_* validation happens before any kernel command */
 static void test_create_validation(void)
 {
@@ -1737,6 +1885,7 @@ int main(void)
 	test_wr_api();
 	test_wr_api_ud();
 	test_create_validation();
+	test_create_resp();
 	test_no_syscalls();
 
 	printf("1..%d\n", test_no);

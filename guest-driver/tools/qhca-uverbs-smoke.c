@@ -96,12 +96,19 @@ struct cq_resp {
 	struct qhca_create_cq_resp drv;
 };
 
+/* @outlen: response bytes the caller offers (an older provider's fewer) */
+static int create_cq_out(struct cq_cmd *c, size_t inlen, struct cq_resp *r,
+			 size_t outlen)
+{
+	c->core.response = (uintptr_t)r;
+	c->core.comp_channel = -1;
+	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_CQ, c, inlen, outlen);
+}
+
 static int create_cq(struct cq_cmd *c, size_t inlen, struct cq_resp *r)
 {
 	memset(r, 0, sizeof(*r));
-	c->core.response = (uintptr_t)r;
-	c->core.comp_channel = -1;
-	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_CQ, c, inlen, sizeof(*r));
+	return create_cq_out(c, inlen, r, sizeof(*r));
 }
 
 static int destroy_cq(uint32_t handle)
@@ -131,6 +138,26 @@ static void cq_tests(void *buf, uint32_t *cq_handle)
 	      r.core.cqe == 16, "CREATE_CQ with a pinned 16-entry ring");
 	printf("# cqn %u depth %u\n", r.drv.cqn, r.drv.depth);
 	*cq_handle = r.core.cq_handle;
+	check(r.drv.comp_mask == QHCA_CREATE_RESP_GEOMETRY &&
+	      r.drv.log_stride == 5,
+	      "CREATE_CQ returns its geometry (32-byte CQEs)");
+
+	/*
+	 * A provider from before the geometry fields offers 8 driver bytes:
+	 * it gets cqn and depth, and nothing is written past them.
+	 */
+	memset(&r, 0, sizeof(r));
+	r.drv.comp_mask = 0xdeadbeef;
+	r.drv.log_stride = 0xdeadbeef;
+	check(!create_cq_out(&c, full, &r, sizeof(r.core) + 8) &&
+	      r.drv.cqn && r.drv.depth == 16 &&
+	      r.drv.comp_mask == 0xdeadbeef && r.drv.log_stride == 0xdeadbeef &&
+	      !destroy_cq(r.core.cq_handle),
+	      "CREATE_CQ with an older provider's shorter response");
+
+	c.drv.depth = 32;
+	check(fails_with(create_cq(&c, full, &r), EINVAL),
+	      "CREATE_CQ: depth above what the CQEs give");
 
 	c.drv.depth = 12;
 	check(fails_with(create_cq(&c, full, &r), EINVAL),
@@ -180,12 +207,16 @@ struct qp_resp {
 	struct qhca_create_qp_resp drv;
 };
 
+static int create_qp_out(struct qp_cmd *c, struct qp_resp *r, size_t outlen)
+{
+	c->core.response = (uintptr_t)r;
+	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_QP, c, sizeof(*c), outlen);
+}
+
 static int create_qp(struct qp_cmd *c, struct qp_resp *r)
 {
 	memset(r, 0, sizeof(*r));
-	c->core.response = (uintptr_t)r;
-	return uverbs_cmd(IB_USER_VERBS_CMD_CREATE_QP, c, sizeof(*c),
-			  sizeof(*r));
+	return create_qp_out(c, r, sizeof(*r));
 }
 
 static int destroy_qp(uint32_t handle)
@@ -264,7 +295,22 @@ static void qp_tests(uint32_t pd, uint32_t cq, void *sq, void *rq)
 	check(r.core.max_send_wr == 16 && r.core.max_send_sge == 4 &&
 	      r.core.max_inline_data == 64 && r.core.max_recv_wr == 16 &&
 	      r.core.max_recv_sge == 1, "CREATE_QP writes back the stride's caps");
+	check(r.drv.comp_mask == QHCA_CREATE_RESP_GEOMETRY &&
+	      r.drv.sq_log_stride == 7 && r.drv.rq_log_stride == 5 &&
+	      r.drv.max_send_sge == 4 && r.drv.max_recv_sge == 1 &&
+	      r.drv.max_inline == 64 && r.drv.reserved == 0,
+	      "CREATE_QP returns its geometry (strides 128 and 32, 4 and 1 SGEs, 64 inline)");
 	check(!destroy_qp(r.core.qp_handle), "DESTROY_QP");
+
+	/* An older provider's response: qpn, the depths and "reserved" */
+	memset(&r, 0, sizeof(r));
+	r.drv.sq_log_stride = 0xdeadbeef;
+	r.drv.reserved = 0xdeadbeef;
+	check(!create_qp_out(&c, &r, sizeof(r.core) + 16) &&
+	      r.drv.qpn == r.core.qpn && r.drv.sq_depth == 16 &&
+	      r.drv.sq_log_stride == 0xdeadbeef &&
+	      r.drv.reserved == 0xdeadbeef && !destroy_qp(r.core.qp_handle),
+	      "CREATE_QP with an older provider's shorter response");
 
 	c.drv.sq_depth = 32;
 	check(fails_with(create_qp(&c, &r), EINVAL),
@@ -309,6 +355,9 @@ static void qp_tests(uint32_t pd, uint32_t cq, void *sq, void *rq)
 	check(!create_srq(&s, &sr) && sr.drv.srqn && sr.drv.depth == 8 &&
 	      sr.core.max_wr == 8 && sr.core.max_sge == 1,
 	      "CREATE_SRQ with a pinned ring");
+	check(sr.drv.comp_mask == QHCA_CREATE_RESP_GEOMETRY &&
+	      sr.drv.log_stride == 5 && sr.drv.max_sge == 1,
+	      "CREATE_SRQ returns its geometry (stride 32, 1 SGE)");
 
 	c.core.is_srq = 1;
 	c.core.srq_handle = sr.core.srq_handle;
@@ -319,6 +368,9 @@ static void qp_tests(uint32_t pd, uint32_t cq, void *sq, void *rq)
 	      "CREATE_QP with an SRQ: an RQ ring is refused");
 	c.drv.rq_va = 0;
 	check(!create_qp(&c, &r) && r.drv.rq_depth == 0 &&
+	      r.drv.comp_mask == QHCA_CREATE_RESP_GEOMETRY &&
+	      r.drv.rq_log_stride == 0 && r.drv.max_recv_sge == 0 &&
+	      r.drv.sq_log_stride == 7 &&
 	      !destroy_qp(r.core.qp_handle), "CREATE_QP with an SRQ");
 	check(!destroy_srq(sr.core.srq_handle), "DESTROY_SRQ");
 }
