@@ -1,11 +1,14 @@
 # shellcheck shell=bash
 # Shared settings for qhca scripts. Source it; do not run it.
 #
-# Pinned platform (see docs/platform.md):
+# Pinned platform (see docs/platform.md; how it is built: docs/building.md):
 #   QEMU      10.0.x  Debian source package (newest 10.0.x in trixie)
 #   kernel    6.12    Debian bookworm (-backports / -security) linux-image, extracted
-#   rdma-core 56.1    Debian trixie upstream tarball (44.0's is not served;
-#                     see docs/platform.md), configured out of tree
+#   rdma-core 56.1    Debian trixie upstream tarball, configured out of tree;
+#                     the provider, its host tests and the guests' verbs user
+#                     space are all 56.1 (the archive no longer serves 44.0's
+#                     source). Only scripts/build-debs also builds a provider
+#                     for Debian 12's rdma-core 44, from bookworm's binaries.
 
 set -euo pipefail
 
@@ -31,21 +34,38 @@ as_root() {
 }
 
 APT_UPDATED=$BUILD/.apt-updated
+
+# The Debian mirror this machine's apt uses, asked of apt (the repository
+# of its first Debian "main" index), e.g. http://deb.debian.org/debian, so
+# that the sources we add and the private apt roots of scripts/fetch use
+# the configured mirror. QHCA_DEBIAN_MIRROR overrides; deb.debian.org when
+# apt names no Debian repository.
+debian_mirror() {
+	local m=${QHCA_DEBIAN_MIRROR:-}
+	if [ -z "$m" ]; then
+		# shellcheck disable=SC2016 # apt's own $(FIELD) syntax
+		m=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 2>/dev/null |
+			awk '$3 == "main" && $2 ~ /^(bullseye|bookworm|trixie|forky|sid|oldstable|stable|testing|unstable)(-updates|-backports)?$/ { print $1; exit }')
+	fi
+	m=${m:-http://deb.debian.org/debian}
+	echo "${m%/}"
+}
 # Add the apt sources our scripts need. Says what it adds.
 apt_sources() {
-	local f=/etc/apt/sources.list.d/qhca.sources
+	local f=/etc/apt/sources.list.d/qhca.sources mirror
 	if [ ! -f "$f" ]; then
+		mirror=$(debian_mirror)
 		log "adding $f: deb-src bookworm and trixie (QEMU 10.0 and rdma-core 56.1 sources), deb/deb-src bookworm-backports (meson >= 1.5, python3-pycotap, 6.12 kernels)"
-		as_root tee "$f" >/dev/null <<'SRC'
+		as_root tee "$f" >/dev/null <<SRC
 # Added by qhca scripts/common.sh
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm trixie
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb deb-src
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
