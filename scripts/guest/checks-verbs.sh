@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue #5: unmodified verbs programs between two guests (guest 1 serves,
+# Verbs checks: unmodified verbs programs between two guests (guest 1 serves,
 # guest 2 connects), each a pair check (scripts/guest/pair.sh): the
 # ibv_*_pingpong examples with data validation (-c), rping, perftest's
 # send/write/read/atomic bandwidth and latency tests with and without
@@ -7,7 +7,7 @@
 # calls of ib_send_bw do not grow with the iteration count). Then the
 # loopback checks (loopback.sh): server and client in one guest.
 #
-# Sourced by checks.sh (after the issue #2 checks) with its `check`; also by
+# Sourced by checks.sh (after its device checks) with its `check`; also by
 # run-verbs.sh (Soft-RoCE runs, scripts/test.d/rxe). On guests other than 1
 # and 2 it does nothing.
 # shellcheck disable=SC2016 # commands are evaluated on each guest
@@ -179,7 +179,7 @@ if [ "$QHCA_ID" = 1 ] || [ "$QHCA_ID" = 2 ]; then
 	fi
 fi
 
-# --- loopback: server and client in one guest, to its own GID and IP (#11) ------------------
+# --- loopback: server and client in one guest, to its own GID and IP -----------------------
 _lb=$_vd/loopback.sh
 [ -f "$_lb" ] || _lb=/usr/lib/qhca/loopback.sh
 if [ -f "$_lb" ]; then

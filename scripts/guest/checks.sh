@@ -108,7 +108,7 @@ why_no_verbs_device() {
 	fi
 }
 
-# --- issue #2: the device is there and bound to eth0 ----------------------------------------
+# --- device: the device is there and bound to eth0 --------------------------------------------
 
 DEVINFO=$WORK/devinfo
 devinfo() {	# ibv_devinfo -v, once

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Loopback checks (issue #11, item 4): verbs programs whose server and
+# Loopback checks: verbs programs whose server and
 # client run in the same guest and talk through the guest's own RDMA
 # device and its own address, as single-device programs and test suites
 # do: ibv_rc_pingpong (also waiting in ibv_get_cq_event, -e) and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run script for Soft-RoCE interoperability (issue #6.3; scripts/test.d/guest):
+# Run script for Soft-RoCE interoperability (part interop of scripts/test.d/guest):
 #   scripts/launch --rxe 2 --run scripts/guest/run-interop.sh
 # guest 1 has qhca0, guest 2 the kernel's rdma_rxe (rxe0 on eth0) and
 # rdma-core's rxe provider, all NICs on one Ethernet segment. Each program

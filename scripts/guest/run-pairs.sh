@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run script for N guests on one segment (issue #6.4; scripts/test.d/guest):
+# Run script for N guests on one segment (part three of scripts/test.d/guest):
 #   scripts/launch -n 3 --run scripts/guest/run-pairs.sh
 # RDMA between every pair of guests (i < j: guest i serves, guest j
 # connects): ibv_rc_pingpong with validation and rping (rdma_cm). Each

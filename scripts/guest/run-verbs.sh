@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run script: the issue #5 verbs checks alone (checks-verbs.sh), e.g. between
+# Run script: the verbs checks alone (checks-verbs.sh), e.g. between
 # two Soft-RoCE guests to validate the harness:
 #   scripts/launch --rxe 1,2 --run scripts/guest/run-verbs.sh
 # (scripts/test.d/rxe). Helpers are taken from /qhca/ when the launcher

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run script for the wire capture check (issue #6.2; scripts/test.d/guest):
+# Run script for the wire capture check (part wire of scripts/test.d/guest):
 # two qhca guests, guest 1's RDMA netdev captured by the launcher
 # (--capture); one pair check runs wire-traffic.sh (SEND, WRITE, READ and
 # both atomics at once). The host then runs scripts/pcap-check on the

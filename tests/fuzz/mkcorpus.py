@@ -699,7 +699,8 @@ SEEDS = {
 
 
 # ---------------------------------------------------------------------------
-# Reproducers of known defects (hostile guest and wire, issue 9)
+# Reproducers of known defects found by fuzzing a hostile guest and wire
+# (docs/security.md, "Corpus and reproducers")
 
 def uaf_timer_msix_reset():
     """1: the retransmission timer's error completion raises vector 1, which
