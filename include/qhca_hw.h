@@ -140,7 +140,7 @@ typedef uint64_t qhca_le64;
 /* Kernel page (0) only */
 #define QHCA_DB_EQ			0x020	/* eqn | arm << 15 | eq_ci << 16 */
 #define QHCA_DB_CMDQ			0x024	/* cmdq_pi (bits 15:0) */
-#define QHCA_DB_CMDCQ			0x028	/* cmdcq_ci | arm << 31 ... see below */
+#define QHCA_DB_CMDCQ			0x028	/* cmdcq_ci (bits 15:0) | arm << 31 */
 #define QHCA_DB_AEQ			0x02c	/* aeq_ci (bits 15:0) | arm << 31 */
 
 #define QHCA_DB_NUM_MASK		0x0000ffffu
