@@ -266,6 +266,11 @@ uint32_t qhca_roce_qpn_hash(uint32_t qpn);
  * is the usual CRC-32 of buf (zlib's crc32()).
  */
 uint32_t qhca_roce_crc32_update(uint32_t crc, const void *buf, size_t len);
+/* The same, eight bytes at a time from tables, whatever the host has */
+uint32_t qhca_roce_crc32_update_table(uint32_t crc, const void *buf,
+                                      size_t len);
+/* qhca_roce_crc32_update() uses carry-less multiplication (x86 PCLMULQDQ) */
+bool qhca_roce_crc32_fast(void);
 
 /* The RFC 1071 Internet checksum of buf, ready to store big-endian */
 uint16_t qhca_roce_inet_csum(const void *buf, size_t len);
