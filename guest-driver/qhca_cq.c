@@ -36,7 +36,7 @@ void qhca_cq_put(struct qhca_cq *cq)
 
 /* The user CQ's ring: the provider sized it by qhca_geom_cq_depth() too */
 static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
-			     const struct ib_cq_init_attr *attr,
+			     const struct ib_cq_init_attr *attr, u32 depth,
 			     struct ib_udata *udata)
 {
 	struct qhca_create_cq_cmd cmd;
@@ -45,8 +45,7 @@ static int qhca_cq_user_ring(struct qhca_dev *dev, struct qhca_cq *cq,
 	ret = qhca_udata_in(udata, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (cmd.reserved ||
-	    cmd.depth != qhca_geom_cq_depth(attr->cqe, dev->max_cqe)) {
+	if (cmd.reserved || cmd.depth != depth) {
 		ibdev_dbg(&dev->ibdev, "bad CQ depth %u for %u CQEs\n",
 			  cmd.depth, attr->cqe);
 		return -EINVAL;
@@ -68,8 +67,9 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > dev->max_cqe ||
-	    attr->comp_vector >= dev->num_ceqs)
+	/* 0: no CQE asked for, or more than the device's max_cqe */
+	depth = qhca_geom_cq_depth(attr->cqe, dev->max_cqe);
+	if (!depth || attr->comp_vector >= dev->num_ceqs)
 		return -EINVAL;
 
 	spin_lock_init(&cq->lock);
@@ -77,9 +77,8 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	init_completion(&cq->free);
 	cq->user = !!udata;
 	if (udata) {
-		ret = qhca_cq_user_ring(dev, cq, attr, udata);
+		ret = qhca_cq_user_ring(dev, cq, attr, depth, udata);
 	} else {
-		depth = qhca_geom_cq_depth(attr->cqe, dev->max_cqe);
 		ret = qhca_ring_alloc(dev, &cq->ring, depth,
 				      ilog2(QHCA_CQE_SIZE));
 	}
