@@ -3353,6 +3353,15 @@ static void test_hostile_too_many_reads(void)
     rc_pair(&p, &a, &b, NULL, false);
     mb = mr_reg(&p.b, b.pdn, 1024 * 1024, QHCA_ACCESS_REMOTE_READ,
                 0x40000000);
+    /*
+     * The five arrive together, whatever the host's timing: sent while the
+     * VM is stopped, they wait in the netdev's socket and are read back to
+     * back when it runs again (the device answers 64 response packets of a
+     * QP per run, so the first READ is still being answered).  Before,
+     * a fast enough responder could finish the first READ between two
+     * injected requests and the test failed now and then.
+     */
+    qtest_qmp_assert_success(p.b.t.qts, "{'execute': 'stop'}");
     for (i = 0; i < 5; i++) {
         h = hdr_from(&a, &b, QHCA_ROCE_OP_RC_RDMA_READ_REQUEST,
                      FIRST_PSN + i * 1024);
@@ -3361,6 +3370,7 @@ static void test_hostile_too_many_reads(void)
         h.reth.dma_len = 1024 * 1024;
         inject(&p, 1, &h, NULL, 0);
     }
+    qtest_qmp_assert_success(p.b.t.qts, "{'execute': 'cont'}");
     settle(&p, 200);
     g_assert_cmpuint(qp_state(&b), ==, QHCA_QPS_ERR);
     g_assert_cmphex(rd(&p.b.t, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
