@@ -466,11 +466,16 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->psn = psn;
         h->se = last && (w->flags & QHCA_WQE_SOLICITED);
         /*
-         * ... and from the last packet before a full window (the QP's or
-         * the device's) stops the QP: nothing else would ask for the ACK
-         * that opens it again
+         * An ACK is asked for every ack_every packets, by the last packet
+         * of the last WQE posted (the requester then goes idle, and the
+         * WQE's completion waits for it; a message followed by more is
+         * covered by a later AckReq: a stream of small messages is not
+         * answered packet by packet), by a probe, and by the last packet
+         * before a full window (the QP's or the device's) stops the QP:
+         * nothing else would ask for the ACK that opens it again
          */
-        h->ack_req = last || ++e->pkts_since_ackreq >= ack_every ||
+        h->ack_req = (last && (uint16_t)(e->req_idx + 1) == e->sq_pi) ||
+                     ++e->pkts_since_ackreq >= ack_every ||
                      e->probing ||
                      psn_diff(psn, e->acked) >= qp_send_window(qp) ||
                      dev_window_full(c, qp, psn_add(psn, 1));
