@@ -435,6 +435,26 @@ static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
     return SEND_DONE;
 }
 
+/*
+ * After the WQE at req_idx, is there another WQE that will send packets
+ * (and so ask for an ACK)?  Not if none is posted, and not if the next is
+ * a local operation (LOCAL_INV, REG_MR: its opcode byte is read to know).
+ * What software writes there only decides when the ACK is asked for.
+ */
+static bool req_more_to_send(QhcaCore *c, QhcaQp *qp)
+{
+    uint16_t next = qp->eng->req_idx + 1;
+    uint64_t addr;
+    uint8_t op = 0;
+
+    if (next == qp->eng->sq_pi || !qhca_ring_entry_addr(&qp->sq, next, &addr)) {
+        return false;
+    }
+    c->ops->dma_read(c->opaque, addr + offsetof(struct qhca_send_wqe, opcode),
+                     &op, 1);
+    return op != QHCA_WQE_LOCAL_INV && op != QHCA_WQE_REG_MR;
+}
+
 /* SEND and RDMA WRITE: one packet per MTU, from req_off on */
 static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
                         uint64_t addr, const struct qhca_sge *sge,
@@ -467,14 +487,15 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         h->se = last && (w->flags & QHCA_WQE_SOLICITED);
         /*
          * An ACK is asked for every ack_every packets, by the last packet
-         * of the last WQE posted (the requester then goes idle, and the
-         * WQE's completion waits for it; a message followed by more is
-         * covered by a later AckReq: a stream of small messages is not
-         * answered packet by packet), by a probe, and by the last packet
+         * of a message that no other message follows yet (the requester
+         * then goes idle, and the WQE's completion waits for it; a message
+         * followed by more is covered by a later AckReq: a stream of small
+         * messages is not answered packet by packet), by a probe, and by
+         * the last packet
          * before a full window (the QP's or the device's) stops the QP:
          * nothing else would ask for the ACK that opens it again
          */
-        h->ack_req = (last && (uint16_t)(e->req_idx + 1) == e->sq_pi) ||
+        h->ack_req = (last && !req_more_to_send(c, qp)) ||
                      ++e->pkts_since_ackreq >= ack_every ||
                      e->probing ||
                      psn_diff(psn, e->acked) >= qp_send_window(qp) ||

@@ -2908,16 +2908,17 @@ static void test_hostile_mr_on_own_bar(void)
 }
 
 /*
- * One READ request asks for 1 MiB at MTU 256 (4096 response packets), and
- * a newer request follows at once.  Before, the newer request made the
+ * One READ request asks for 16 MiB at MTU 256 (65536 response packets),
+ * and a newer request follows at once.  Before, the newer request made the
  * responder send every pending response in one run of its bottom half
  * (the main loop stalled).  Now responses go out a budget at a time: the
  * test sees the count of sent frames grow in steps, and every response and
- * the SEND's ACK arrive in the end.
+ * the SEND's ACK arrive in the end.  (With 1 MiB, 4096 packets, a fast
+ * host could send them all before the test's first look.)
  */
 static void test_hostile_read_flood(void)
 {
-    const uint32_t len = 1024 * 1024, npkt = len / 256;
+    const uint32_t len = 16 * 1024 * 1024, npkt = len / 256;
     Pair p;
     End a, b;
     Mr mb, mr;
