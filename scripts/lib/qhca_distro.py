@@ -211,16 +211,27 @@ class DistroGuest:
         return self.iface
 
     def poweroff(self, timeout=180):
-        """Clean shutdown (the disk is kept), else QEMU is stopped."""
+        """Clean shutdown (the disk is kept): sync, systemctl poweroff (or,
+        should that fail, the kernel's own power off after the sync), and
+        wait for QEMU to exit; after TIMEOUT seconds QEMU is stopped.
+        True if the guest powered off by itself."""
         if self.vm is None:
-            return
-        try:
-            if self.running():
-                self.send("sync; systemctl poweroff\n")
-                self.vm.wait(timeout=timeout)
-        except Exception as e:  # pylint: disable=broad-except
-            log(f"{self.name}: no clean poweroff ({e}); stopping QEMU")
+            return False
+        clean = False
+        if self.running():
+            try:
+                self.sh("sync", timeout=120)
+                self.send("systemctl poweroff || { sync; echo o >/proc/sysrq-trigger; }\n")
+                deadline = time.monotonic() + timeout
+                while self.running() and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                clean = not self.running()
+            except GuestError as e:
+                log(f"{self.name}: {e}")
+            if not clean:
+                log(f"{self.name}: no clean poweroff in {timeout} s; stopping QEMU")
         self.kill()
+        return clean
 
     def kill(self):
         if self.vm is None:
