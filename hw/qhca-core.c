@@ -1784,8 +1784,61 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
     }
 }
 
+/*
+ * The queues software sets up before ENABLE (command queue, its completion
+ * queue, the async event queue) have a block of registers each, 0x10
+ * apart: the base address, low and high half, and the log2 depth.
+ */
+enum { QREG_BASE_LO, QREG_BASE_HI, QREG_LOG_DEPTH };
+QEMU_BUILD_BUG_ON(QHCA_REG_CMDQ_BASE_HI != QHCA_REG_CMDQ_BASE_LO + 4 ||
+                  QHCA_REG_CMDQ_LOG_DEPTH != QHCA_REG_CMDQ_BASE_LO + 8 ||
+                  QHCA_REG_CMDCQ_BASE_LO != QHCA_REG_CMDQ_BASE_LO + 0x10 ||
+                  QHCA_REG_CMDCQ_BASE_HI != QHCA_REG_CMDCQ_BASE_LO + 4 ||
+                  QHCA_REG_CMDCQ_LOG_DEPTH != QHCA_REG_CMDCQ_BASE_LO + 8 ||
+                  QHCA_REG_AEQ_BASE_LO != QHCA_REG_CMDQ_BASE_LO + 0x20 ||
+                  QHCA_REG_AEQ_BASE_HI != QHCA_REG_AEQ_BASE_LO + 4 ||
+                  QHCA_REG_AEQ_LOG_DEPTH != QHCA_REG_AEQ_BASE_LO + 8);
+
+typedef struct QhcaQueueRegs {
+    uint64_t *base;
+    uint32_t *log_depth;
+} QhcaQueueRegs;
+
+static bool qreg_find_block(QhcaCore *c, uint64_t addr, QhcaQueueRegs *q)
+{
+    switch (addr & ~0xfULL) {
+    case QHCA_REG_CMDQ_BASE_LO:
+        *q = (QhcaQueueRegs) { &c->cmdq_base, &c->cmdq_log_depth };
+        return true;
+    case QHCA_REG_CMDCQ_BASE_LO:
+        *q = (QhcaQueueRegs) { &c->cmdcq_base, &c->cmdcq_log_depth };
+        return true;
+    case QHCA_REG_AEQ_BASE_LO:
+        *q = (QhcaQueueRegs) { &c->aeq_base, &c->aeq_log_depth };
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The queue registers at @addr, and which of them (QREG_*) */
+static bool qreg_find(QhcaCore *c, uint64_t addr, QhcaQueueRegs *q,
+                      unsigned *field)
+{
+    unsigned f = (addr & 0xf) / 4;
+
+    if ((addr & 3) || f > QREG_LOG_DEPTH || !qreg_find_block(c, addr, q)) {
+        return false;
+    }
+    *field = f;
+    return true;
+}
+
 uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
 {
+    QhcaQueueRegs q;
+    unsigned field;
+
     switch (addr) {
     case QHCA_REG_VERSION:
         return QHCA_VERSION;
@@ -1808,24 +1861,6 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
         return c->ops->link_up(c->opaque) ? QHCA_LINK_UP : 0;
     case QHCA_REG_FATAL_CODE:
         return c->fatal_code;
-    case QHCA_REG_CMDQ_BASE_LO:
-        return (uint32_t)c->cmdq_base;
-    case QHCA_REG_CMDQ_BASE_HI:
-        return c->cmdq_base >> 32;
-    case QHCA_REG_CMDQ_LOG_DEPTH:
-        return c->cmdq_log_depth;
-    case QHCA_REG_CMDCQ_BASE_LO:
-        return (uint32_t)c->cmdcq_base;
-    case QHCA_REG_CMDCQ_BASE_HI:
-        return c->cmdcq_base >> 32;
-    case QHCA_REG_CMDCQ_LOG_DEPTH:
-        return c->cmdcq_log_depth;
-    case QHCA_REG_AEQ_BASE_LO:
-        return (uint32_t)c->aeq_base;
-    case QHCA_REG_AEQ_BASE_HI:
-        return c->aeq_base >> 32;
-    case QHCA_REG_AEQ_LOG_DEPTH:
-        return c->aeq_log_depth;
     case QHCA_REG_STAT_TX_FRAMES:
         return c->stat_tx_frames;
     case QHCA_REG_STAT_RX_FRAMES:
@@ -1843,9 +1878,20 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
     case QHCA_REG_STAT_LOOP_DROPPED:
         return c->stat_loop_dropped;
     default:
-        qhca_guest_ub(c, "read of undefined register", addr);
-        return 0;
+        break;
     }
+    if (qreg_find(c, addr, &q, &field)) {
+        switch (field) {
+        case QREG_BASE_LO:
+            return (uint32_t)*q.base;
+        case QREG_BASE_HI:
+            return *q.base >> 32;
+        default:
+            return *q.log_depth;
+        }
+    }
+    qhca_guest_ub(c, "read of undefined register", addr);
+    return 0;
 }
 
 static void set_lo(uint64_t *reg, uint32_t val)
@@ -1860,6 +1906,9 @@ static void set_hi(uint64_t *reg, uint32_t val)
 
 void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
 {
+    QhcaQueueRegs q;
+    unsigned field;
+
     if (addr == QHCA_REG_CTRL) {
         qhca_ctrl_write(c, val);
         return;
@@ -1872,36 +1921,19 @@ void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
         qhca_guest_ub(c, "queue register written while enabled", addr);
         return;
     }
-    switch (addr) {
-    case QHCA_REG_CMDQ_BASE_LO:
-        set_lo(&c->cmdq_base, val);
+    if (!qreg_find(c, addr, &q, &field)) {
+        qhca_guest_ub(c, "write to read-only or undefined register", addr);
+        return;
+    }
+    switch (field) {
+    case QREG_BASE_LO:
+        set_lo(q.base, val);
         break;
-    case QHCA_REG_CMDQ_BASE_HI:
-        set_hi(&c->cmdq_base, val);
-        break;
-    case QHCA_REG_CMDQ_LOG_DEPTH:
-        c->cmdq_log_depth = val;
-        break;
-    case QHCA_REG_CMDCQ_BASE_LO:
-        set_lo(&c->cmdcq_base, val);
-        break;
-    case QHCA_REG_CMDCQ_BASE_HI:
-        set_hi(&c->cmdcq_base, val);
-        break;
-    case QHCA_REG_CMDCQ_LOG_DEPTH:
-        c->cmdcq_log_depth = val;
-        break;
-    case QHCA_REG_AEQ_BASE_LO:
-        set_lo(&c->aeq_base, val);
-        break;
-    case QHCA_REG_AEQ_BASE_HI:
-        set_hi(&c->aeq_base, val);
-        break;
-    case QHCA_REG_AEQ_LOG_DEPTH:
-        c->aeq_log_depth = val;
+    case QREG_BASE_HI:
+        set_hi(q.base, val);
         break;
     default:
-        qhca_guest_ub(c, "write to read-only or undefined register", addr);
+        *q.log_depth = val;
         break;
     }
 }
