@@ -20,22 +20,25 @@
 #include "qhca-roce.h"
 #include "trace.h"
 
+/*
+ * Guest input the device refuses (an error status, CQE or dropped frame)
+ * and register or doorbell use that the hardware contract leaves undefined
+ * (ignored): counted in STAT_GUEST_ERRORS and logged with LOG_GUEST_ERROR.
+ * Call them through QHCA_GUEST_ERROR() and QHCA_GUEST_UB(), which also
+ * emit the condition's own trace event (qhca_err_* and qhca_ub_* in
+ * hw/trace-events), as hw/nvme names one event per condition.
+ */
 void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val)
 {
     c->stat_guest_errors++;
-    trace_qhca_err_guest(what, val);
     qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
 }
 
-/*
- * Register and doorbell use that the hardware contract leaves undefined:
- * the device ignores it (a separate trace event, as hw/nvme does).
- */
 void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val)
 {
     c->stat_guest_errors++;
-    trace_qhca_ub_guest(what, val);
-    qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
+    qemu_log_mask(LOG_GUEST_ERROR, "qhca: undefined: %s (0x%" PRIx64 ")\n",
+                  what, val);
 }
 
 static bool dma_read(QhcaCore *c, uint64_t addr, void *buf, uint64_t len)
@@ -78,21 +81,21 @@ static int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
 
     if (shift < QHCA_PAGE_SHIFT || shift > 30 ||
         (queue && shift != QHCA_PAGE_SHIFT)) {
-        qhca_guest_error(c, "page list: bad page_shift", shift);
+        QHCA_GUEST_ERROR(c, page_list_bad_page_shift, shift);
         return QHCA_CMD_ERR_PARAM;
     }
     if (n == 0 || (levels != 1 && levels != 2) ||
         (levels == 1 && n > QHCA_PBL_ENTRIES) ||
         n > QHCA_PBL_ENTRIES * QHCA_PBL_ENTRIES) {
-        qhca_guest_error(c, "page list: bad page count or levels", n);
+        QHCA_GUEST_ERROR(c, page_list_bad_page_count_levels, n);
         return QHCA_CMD_ERR_PARAM;
     }
     if (((uint64_t)n << shift) < min_bytes) {
-        qhca_guest_error(c, "page list: too small for the object", n);
+        QHCA_GUEST_ERROR(c, page_list_too_small_object, n);
         return QHCA_CMD_ERR_PARAM;
     }
     if (pbl & (QHCA_PAGE_SIZE - 1)) {
-        qhca_guest_error(c, "page list: address not page aligned", pbl);
+        QHCA_GUEST_ERROR(c, page_list_address_not_page_aligned, pbl);
         return QHCA_CMD_ERR_PARAM;
     }
     if (n > QHCA_PAGE_BUDGET - c->pages_used) {
@@ -117,7 +120,7 @@ static int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
             uint32_t cnt = MIN(QHCA_PBL_ENTRIES, n - i * QHCA_PBL_ENTRIES);
 
             if (a & (QHCA_PAGE_SIZE - 1)) {
-                qhca_guest_error(c, "page list: level-2 page not aligned", a);
+                QHCA_GUEST_ERROR(c, page_list_level_2_page_not_aligned, a);
                 g_free(addr);
                 return QHCA_CMD_ERR_PARAM;
             }
@@ -130,7 +133,7 @@ static int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
     for (i = 0; i < n; i++) {
         addr[i] = le64_to_cpu(addr[i]);
         if (addr[i] & ((1ULL << shift) - 1)) {
-            qhca_guest_error(c, "page list: page not aligned", addr[i]);
+            QHCA_GUEST_ERROR(c, page_list_page_not_aligned, addr[i]);
             g_free(addr);
             return QHCA_CMD_ERR_PARAM;
         }
@@ -143,7 +146,7 @@ static int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
 
 dma_error:
     g_free(addr);
-    qhca_guest_error(c, "page list: DMA read failed", pbl);
+    QHCA_GUEST_ERROR(c, page_list_dma_read_failed, pbl);
     return QHCA_CMD_ERR_DMA;
 }
 
@@ -166,7 +169,7 @@ static int qhca_ring_init(QhcaCore *c, QhcaRing *r,
                           uint32_t log_depth, uint32_t log_stride)
 {
     if (log_depth < 1 || log_depth > QHCA_MAX_QUEUE_LOG) {
-        qhca_guest_error(c, "ring: bad log_depth", log_depth);
+        QHCA_GUEST_ERROR(c, ring_bad_log_depth, log_depth);
         return QHCA_CMD_ERR_PARAM;
     }
     r->log_depth = log_depth;
@@ -233,12 +236,12 @@ static void qhca_eq_post(QhcaCore *c, uint32_t eqn, uint8_t type,
         return;
     }
     if (qhca_ring_full(&eq->ring)) {
-        qhca_guest_error(c, "EQ overflow, event dropped", eqn);
+        QHCA_GUEST_ERROR(c, eq_overflow_event_dropped, eqn);
         return;
     }
     if (!qhca_ring_produce(c, &eq->ring, &eqe, sizeof(eqe),
                            offsetof(struct qhca_eqe, owner))) {
-        qhca_guest_error(c, "EQ DMA write failed", eqn);
+        QHCA_GUEST_ERROR(c, eq_dma_write_failed, eqn);
         return;
     }
     trace_qhca_eqe(eqn, type, obj);
@@ -259,7 +262,7 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj)
         return;
     }
     if ((uint16_t)(c->aeq_pi - c->aeq_ci) >= depth) {
-        qhca_guest_error(c, "async EQ overflow, event dropped", type);
+        QHCA_GUEST_ERROR(c, async_eq_overflow_event_dropped, type);
         return;
     }
     eqe.owner = ((c->aeq_pi >> c->aeq_log_depth) & 1) ? 0 : QHCA_OWNER_BIT;
@@ -296,14 +299,14 @@ bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe)
     }
     if (qhca_ring_full(&cq->ring)) {
         cq->error = true;
-        qhca_guest_error(c, "CQ overflow", cqn);
+        QHCA_GUEST_ERROR(c, cq_overflow, cqn);
         qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
         return false;
     }
     if (!qhca_ring_produce(c, &cq->ring, cqe, sizeof(*cqe),
                            offsetof(struct qhca_cqe, owner))) {
         cq->error = true;
-        qhca_guest_error(c, "CQ DMA write failed", cqn);
+        QHCA_GUEST_ERROR(c, cq_dma_write_failed, cqn);
         qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
         return false;
     }
@@ -367,14 +370,13 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
     QhcaPages pages;
 
     if (!mr || !mr->fast_reg || mr->valid || mr->pdn != pdn) {
-        qhca_guest_error(c, "REG_MR WR: not a free fast-register MR", key);
+        QHCA_GUEST_ERROR(c, reg_mr_wr_not_free_fast_register_mr, key);
         return QHCA_CQE_LOC_PROT_ERR;
     }
     if ((access & ~QHCA_ACCESS_MASK) || num_pages > mr->max_pages ||
         length == 0 || length > QHCA_MAX_MR_SIZE || iova + length < iova ||
         page_shift < QHCA_PAGE_SHIFT || page_shift > 30) {
-        qhca_guest_error(c, "REG_MR WR: bad access, range or pages",
-                         num_pages);
+        QHCA_GUEST_ERROR(c, reg_mr_wr_bad_access_range_pages, num_pages);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (qhca_pages_load(c, &d, (iova & ((1ULL << page_shift) - 1)) + length,
@@ -399,7 +401,7 @@ int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key)
     QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
 
     if (!mr || mr->key != key || !mr->fast_reg || mr->pdn != pdn) {
-        qhca_guest_error(c, "invalidate: not a fast-register MR", key);
+        QHCA_GUEST_ERROR(c, invalidate_not_fast_register_mr, key);
         return QHCA_CQE_LOC_PROT_ERR;
     }
     mr->valid = false;
@@ -635,7 +637,7 @@ static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
     uint32_t idx = le32_to_cpu(x->cmd->gid.index);
 
     if (idx >= QHCA_GID_TABLE_LEN) {
-        qhca_guest_error(c, "GID index out of range", idx);
+        QHCA_GUEST_ERROR(c, gid_index_out_range, idx);
         return QHCA_CMD_ERR_PARAM;
     }
     c->gid[idx].valid = add;
@@ -655,7 +657,7 @@ static int cmd_create_eq(QhcaCore *c, QhcaCmdCtx *x)
     int n, ret;
 
     if (vector == QHCA_MSIX_VEC_ASYNC || vector >= QHCA_MSIX_VECTORS) {
-        qhca_guest_error(c, "CREATE_EQ: bad vector", vector);
+        QHCA_GUEST_ERROR(c, create_eq_bad_vector, vector);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->eq, QHCA_MAX_EQS, 1);
@@ -700,7 +702,7 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (variant > QHCA_KEY_VARIANT_MASK) {
-        qhca_guest_error(c, "MR: key variant out of range", variant);
+        QHCA_GUEST_ERROR(c, mr_key_variant_out_range, variant);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->mr, QHCA_MAX_MR, 1);
@@ -715,7 +717,7 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
         mr->max_pages = le32_to_cpu(f->max_pages);
         if (mr->max_pages == 0 ||
             mr->max_pages > QHCA_MAX_FAST_REG_PAGES) {
-            qhca_guest_error(c, "ALLOC_MR: bad max_pages", mr->max_pages);
+            QHCA_GUEST_ERROR(c, alloc_mr_bad_max_pages, mr->max_pages);
             g_free(mr);
             return QHCA_CMD_ERR_PARAM;
         }
@@ -731,8 +733,7 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
             mr->length == 0 ||
             (!mr->phys && mr->length > QHCA_MAX_MR_SIZE) ||
             mr->iova + mr->length < mr->iova) {
-            qhca_guest_error(c, "REG_MR: bad access, flags or range",
-                             mr->length);
+            QHCA_GUEST_ERROR(c, reg_mr_bad_access_flags_range, mr->length);
             g_free(mr);
             return QHCA_CMD_ERR_PARAM;
         }
@@ -742,8 +743,7 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
             /* The pages back [iova & ~page_mask, iova + length) */
             if (p->mem.page_shift < QHCA_PAGE_SHIFT ||
                 p->mem.page_shift > 30) {
-                qhca_guest_error(c, "REG_MR: bad page_shift",
-                                 p->mem.page_shift);
+                QHCA_GUEST_ERROR(c, reg_mr_bad_page_shift, p->mem.page_shift);
                 g_free(mr);
                 return QHCA_CMD_ERR_PARAM;
             }
@@ -788,7 +788,7 @@ static int cmd_create_cq(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (db_page >= QHCA_DB_PAGES) {
-        qhca_guest_error(c, "CREATE_CQ: bad doorbell page", db_page);
+        QHCA_GUEST_ERROR(c, create_cq_bad_doorbell_page, db_page);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->cq, QHCA_MAX_CQ, 1);
@@ -825,7 +825,7 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
 
     if (p->type != QHCA_QPT_RC && p->type != QHCA_QPT_UD &&
         p->type != QHCA_QPT_GSI) {
-        qhca_guest_error(c, "CREATE_QP: bad type", p->type);
+        QHCA_GUEST_ERROR(c, create_qp_bad_type, p->type);
         return QHCA_CMD_ERR_PARAM;
     }
     if (!LOOKUP(c, pd, pdn) || !LOOKUP(c, cq, scqn) || !LOOKUP(c, cq, rcqn)) {
@@ -837,7 +837,7 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
             return QHCA_CMD_ERR_HANDLE;
         }
         if (srq->pdn != pdn || p->type == QHCA_QPT_GSI) {
-            qhca_guest_error(c, "CREATE_QP: SRQ not usable here", srqn);
+            QHCA_GUEST_ERROR(c, create_qp_srq_not_usable_here, srqn);
             return QHCA_CMD_ERR_PARAM;
         }
     }
@@ -850,8 +850,7 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
         max_inline > (1u << p->sq_log_stride) - QHCA_SEND_WQE_HDR_SIZE ||
         p->sq_log_depth > ctz32(QHCA_MAX_QP_WR) ||
         (!srq && p->rq_log_depth > ctz32(QHCA_MAX_QP_WR))) {
-        qhca_guest_error(c, "CREATE_QP: bad queue geometry",
-                         p->sq_log_stride);
+        QHCA_GUEST_ERROR(c, create_qp_bad_queue_geometry, p->sq_log_stride);
         return QHCA_CMD_ERR_PARAM;
     }
     if (p->type == QHCA_QPT_GSI) {
@@ -1212,7 +1211,7 @@ static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
         p->log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
         p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
         limit >= (1u << p->log_depth)) {
-        qhca_guest_error(c, "CREATE_SRQ: bad geometry or limit", limit);
+        QHCA_GUEST_ERROR(c, create_srq_bad_geometry_limit, limit);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->srq, QHCA_MAX_SRQ, 1);
@@ -1283,7 +1282,7 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (p->sgid_index >= QHCA_GID_TABLE_LEN || flow_label > 0xfffff) {
-        qhca_guest_error(c, "CREATE_AH: bad sgid_index or flow label",
+        QHCA_GUEST_ERROR(c, create_ah_bad_sgid_index_flow_label,
                          p->sgid_index);
         return QHCA_CMD_ERR_PARAM;
     }
@@ -1331,7 +1330,7 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     uint16_t op = le16_to_cpu(x->cmd->hdr.opcode);
 
     if (le16_to_cpu(x->cmd->hdr.flags)) {
-        qhca_guest_error(c, "command: reserved flags set", op);
+        QHCA_GUEST_ERROR(c, command_reserved_flags_set, op);
         return QHCA_CMD_ERR_PARAM;
     }
     switch (op) {
@@ -1388,7 +1387,7 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
         return cmd_destroy(c, x, (void **)c->ah, QHCA_MAX_AH, SIZE_MAX,
                            qhca_free_ah);
     default:
-        qhca_guest_error(c, "command: unknown opcode", op);
+        QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
         return QHCA_CMD_ERR_OPCODE;
     }
 }
@@ -1429,7 +1428,7 @@ static void qhca_cmdq_run(QhcaCore *c)
             uint32_t rlen = MIN(le32_to_cpu(cmd.hdr.resp_len), x.resp_size);
 
             if ((raddr & (QHCA_PAGE_SIZE - 1)) + rlen > QHCA_PAGE_SIZE) {
-                qhca_guest_error(c, "command: response crosses a page", raddr);
+                QHCA_GUEST_ERROR(c, command_response_crosses_page, raddr);
                 status = QHCA_CMD_ERR_PARAM;
             } else if (rlen && !dma_write(c, raddr, x.resp, rlen)) {
                 status = QHCA_CMD_ERR_DMA;
@@ -1759,19 +1758,17 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
         return;
     }
     if (val & ~QHCA_CTRL_ENABLE) {
-        qhca_guest_ub(c, "CTRL: reserved bits set", val);
+        QHCA_GUEST_UB(c, ctrl_reserved_bits_set, val);
     }
     if ((val & QHCA_CTRL_ENABLE) && !(c->ctrl & QHCA_CTRL_ENABLE)) {
         if (c->status & QHCA_STATUS_FATAL) {
             /* a fatal error needs a reset, not another ENABLE */
-            qhca_guest_ub(c, "CTRL.ENABLE after a fatal error",
-                          c->fatal_code);
+            QHCA_GUEST_UB(c, ctrl_enable_after_fatal_error, c->fatal_code);
             return;
         }
         c->ctrl = QHCA_CTRL_ENABLE;
         if (!qhca_queue_regs_ok(c)) {
-            qhca_guest_error(c, "CTRL.ENABLE with bad queue registers",
-                             c->cmdq_base);
+            QHCA_GUEST_ERROR(c, ctrl_enable_bad_queue_registers, c->cmdq_base);
             qhca_fatal(c, QHCA_FATAL_BAD_CONFIG);
             return;
         }
@@ -1890,7 +1887,7 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
             return *q.log_depth;
         }
     }
-    qhca_guest_ub(c, "read of undefined register", addr);
+    QHCA_GUEST_UB(c, read_undefined_register, addr);
     return 0;
 }
 
@@ -1914,15 +1911,15 @@ void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
         return;
     }
     if (addr < QHCA_REG_CMDQ_BASE_LO || addr > QHCA_REG_AEQ_LOG_DEPTH) {
-        qhca_guest_ub(c, "write to read-only or undefined register", addr);
+        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr);
         return;
     }
     if (c->ctrl & QHCA_CTRL_ENABLE) {
-        qhca_guest_ub(c, "queue register written while enabled", addr);
+        QHCA_GUEST_UB(c, queue_register_written_while_enabled, addr);
         return;
     }
     if (!qreg_find(c, addr, &q, &field)) {
-        qhca_guest_ub(c, "write to read-only or undefined register", addr);
+        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr);
         return;
     }
     switch (field) {
@@ -1946,12 +1943,11 @@ static void qhca_db_cq(QhcaCore *c, uint32_t page, uint32_t off,
     QhcaCq *cq = LOOKUP(c, cq, cqn);
 
     if (!cq || cq->db_page != page) {
-        qhca_guest_ub(c, "CQ doorbell: no such CQ on this page", val);
+        QHCA_GUEST_UB(c, cq_doorbell_no_such_cq_this_page, val);
         return;
     }
     if (!qhca_ci_valid(cq->ring.pi, cq->ring.ci, ci)) {
-        qhca_guest_ub(c, "CQ doorbell: consumer index beyond producer",
-                         val);
+        QHCA_GUEST_UB(c, cq_doorbell_consumer_index_beyond, val);
         return;
     }
     cq->ring.ci = ci;
@@ -1975,7 +1971,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         QhcaEq *eq = LOOKUP(c, eq, eqn);
 
         if (!eq || !qhca_ci_valid(eq->ring.pi, eq->ring.ci, ci)) {
-            qhca_guest_ub(c, "EQ doorbell: bad EQ or index", val);
+            QHCA_GUEST_UB(c, eq_doorbell_bad_eq_index, val);
             return;
         }
         eq->ring.ci = ci;
@@ -1993,8 +1989,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t pi = val & 0xffff;
 
         if ((uint16_t)(pi - c->cmdq_ci) > (1u << c->cmdq_log_depth)) {
-            qhca_guest_ub(c, "CMDQ doorbell: more commands than entries",
-                             val);
+            QHCA_GUEST_UB(c, cmdq_doorbell_more_commands_entries, val);
             return;
         }
         c->cmdq_pi = pi;
@@ -2005,7 +2000,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t ci = val & QHCA_DB_CMDCQ_CI_MASK;
 
         if (!qhca_ci_valid(c->cmdcq_pi, c->cmdcq_ci, ci)) {
-            qhca_guest_ub(c, "CMDCQ doorbell: index beyond producer", val);
+            QHCA_GUEST_UB(c, cmdcq_doorbell_index_beyond_producer, val);
             return;
         }
         c->cmdcq_ci = ci;
@@ -2024,7 +2019,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         uint16_t ci = val & QHCA_DB_AEQ_CI_MASK;
 
         if (!qhca_ci_valid(c->aeq_pi, c->aeq_ci, ci)) {
-            qhca_guest_ub(c, "AEQ doorbell: index beyond producer", val);
+            QHCA_GUEST_UB(c, aeq_doorbell_index_beyond_producer, val);
             return;
         }
         c->aeq_ci = ci;
@@ -2038,7 +2033,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         return;
     }
     }
-    qhca_guest_ub(c, "write to undefined doorbell", off);
+    QHCA_GUEST_UB(c, write_undefined_doorbell, off);
 }
 
 void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
@@ -2046,7 +2041,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
 {
     trace_qhca_doorbell(page, off, val);
     if (!(c->status & QHCA_STATUS_READY)) {
-        qhca_guest_ub(c, "doorbell while the device is not ready", off);
+        QHCA_GUEST_UB(c, doorbell_while_device_not_ready, off);
         return;
     }
     switch (off) {
@@ -2056,7 +2051,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         QhcaQp *qp = LOOKUP(c, qp, qpn);
 
         if (!qp || qp->db_page != page) {
-            qhca_guest_ub(c, "QP doorbell: no such QP on this page", val);
+            QHCA_GUEST_UB(c, qp_doorbell_no_such_qp_this_page, val);
             return;
         }
         qhca_qp_engine_doorbell(c, qp, off == QHCA_DB_SQ,
@@ -2069,17 +2064,16 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         uint16_t pi = val >> QHCA_DB_IDX_SHIFT;
 
         if (!srq || srq->db_page != page) {
-            qhca_guest_ub(c, "SRQ doorbell: no such SRQ on this page", val);
+            QHCA_GUEST_UB(c, srq_doorbell_no_such_srq_this_page, val);
             return;
         }
         if ((uint16_t)(pi - srq->ring.ci) > (1u << srq->ring.log_depth)) {
-            qhca_guest_ub(c, "SRQ doorbell: more WQEs than entries", val);
+            QHCA_GUEST_UB(c, srq_doorbell_more_wqes_entries, val);
             return;
         }
         if ((uint16_t)(pi - srq->ring.ci) <
             (uint16_t)(srq->ring.pi - srq->ring.ci)) {
-            qhca_guest_ub(c, "SRQ doorbell: producer index moved backwards",
-                          val);
+            QHCA_GUEST_UB(c, srq_doorbell_producer_index_moved, val);
             return;
         }
         srq->ring.pi = pi;
@@ -2093,7 +2087,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         return;
     }
     if (page != QHCA_KERNEL_DB_PAGE) {
-        qhca_guest_ub(c, "user doorbell page: undefined offset", off);
+        QHCA_GUEST_UB(c, user_doorbell_page_undefined_offset, off);
         return;
     }
     qhca_db_kernel(c, off, val);

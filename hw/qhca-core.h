@@ -261,6 +261,20 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_core_link_changed(QhcaCore *c);
 
+/*
+ * Refused guest input (@ev names trace event qhca_err_@ev) and undefined
+ * register or doorbell use (qhca_ub_@ev): the event, STAT_GUEST_ERRORS
+ * and LOG_GUEST_ERROR.  The file using them includes its "trace.h".
+ */
+#define QHCA_GUEST_ERROR(c, ev, val) do {                        \
+        trace_qhca_err_##ev(val);                               \
+        qhca_guest_error(c, #ev, val);                          \
+    } while (0)
+#define QHCA_GUEST_UB(c, ev, val) do {                           \
+        trace_qhca_ub_##ev(val);                                \
+        qhca_guest_ub(c, #ev, val);                             \
+    } while (0)
+
 /* Used by the QP engine */
 void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val);
 void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val);

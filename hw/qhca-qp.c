@@ -511,16 +511,16 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
     uint16_t old = sq ? qp->eng->sq_pi : qp->eng->rq_pi;
 
     if (!sq && qp->srqn != QHCA_NO_SRQ) {
-        qhca_guest_ub(c, "RQ doorbell for a QP with an SRQ", qp->qpn);
+        QHCA_GUEST_UB(c, rq_doorbell_qp_srq, qp->qpn);
         return;
     }
     if ((uint16_t)(pi - r->ci) > (1u << r->log_depth)) {
-        qhca_guest_ub(c, "QP doorbell: more WQEs than entries", pi);
+        QHCA_GUEST_UB(c, qp_doorbell_more_wqes_entries, pi);
         return;
     }
     /* posted WQEs cannot be taken back: the index only moves forward */
     if ((uint16_t)(pi - r->ci) < (uint16_t)(old - r->ci)) {
-        qhca_guest_ub(c, "QP doorbell: producer index moved backwards", pi);
+        QHCA_GUEST_UB(c, qp_doorbell_producer_index_moved, pi);
         return;
     }
     if (sq) {

@@ -66,8 +66,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     if (!wqe_op_valid(qp, w->opcode) ||
         (w->flags & ~(QHCA_WQE_SIGNALED | QHCA_WQE_SOLICITED |
                       QHCA_WQE_INLINE | QHCA_WQE_FENCE))) {
-        qhca_guest_error(c, "WQE: bad opcode or flags for this QP",
-                         w->opcode);
+        QHCA_GUEST_ERROR(c, wqe_bad_opcode_flags_this_qp, w->opcode);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (w->flags & QHCA_WQE_INLINE) {
@@ -76,7 +75,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         if (il > qp->max_inline || il > room ||
             w->opcode == QHCA_WQE_RDMA_READ || is_rd_atomic(w->opcode) ||
             w->opcode == QHCA_WQE_LOCAL_INV || w->opcode == QHCA_WQE_REG_MR) {
-            qhca_guest_error(c, "WQE: bad inline data", il);
+            QHCA_GUEST_ERROR(c, wqe_bad_inline_data, il);
             return QHCA_CQE_LOC_QP_OP_ERR;
         }
         *len = il;
@@ -84,7 +83,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
     if (w->num_sge > QHCA_MAX_SGE ||
         w->num_sge * sizeof(struct qhca_sge) > room) {
-        qhca_guest_error(c, "WQE: too many SGEs", w->num_sge);
+        QHCA_GUEST_ERROR(c, wqe_too_many_sges, w->num_sge);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (w->num_sge && !c->ops->dma_read(c->opaque, addr +
@@ -94,12 +93,12 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
     *len = sge_total(sge, w->num_sge);
     if (*len > 0x80000000ULL) {
-        qhca_guest_error(c, "WQE: message longer than 2 GiB", *len);
+        QHCA_GUEST_ERROR(c, wqe_message_longer_2_gib, *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
     if ((w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
          w->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD) && *len != 8) {
-        qhca_guest_error(c, "WQE: atomic needs one 8-byte buffer", *len);
+        QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
     if (!qp_is_rc(qp) && *len > 4096) {
@@ -163,7 +162,7 @@ int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
     }
     if (wqe_fingerprint(c, w, *addr, sge) != st->fingerprint ||
         *len != st->byte_len || w->opcode != st->opcode) {
-        qhca_guest_error(c, "WQE changed while the device owned it", idx);
+        QHCA_GUEST_ERROR(c, wqe_changed_while_device_owned, idx);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     return 0;
@@ -238,12 +237,12 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     int off;
 
     if (!ah || ah->pdn != qp->pdn) {
-        qhca_guest_error(c, "UD WQE: bad AH", le32_to_cpu(w->ud.ahn));
+        QHCA_GUEST_ERROR(c, ud_wqe_bad_ah, le32_to_cpu(w->ud.ahn));
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (!qhca_qp_addr(c, qp, ah->sgid_index, ah->dgid, ah->dmac, ah->hop_limit,
                       ah->traffic_class, &h)) {
-        qhca_guest_error(c, "UD WQE: AH GIDs are not IPv4", ah->sgid_index);
+        QHCA_GUEST_ERROR(c, ud_wqe_ah_gids_not_ipv4, ah->sgid_index);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     h.opcode = w->opcode == QHCA_WQE_SEND_WITH_IMM ?

@@ -63,14 +63,14 @@ static bool take_recv(QhcaCore *c, QhcaQp *qp)
                             sizeof(struct qhca_sge));
     if (!qhca_ring_entry_addr(r, r->ci, &addr) ||
         !c->ops->dma_read(c->opaque, addr, &w, sizeof(w))) {
-        qhca_guest_error(c, "receive WQE: cannot be read", r->ci);
+        QHCA_GUEST_ERROR(c, receive_wqe_cannot_read, r->ci);
         e->recv_error = true;
     } else if (w.num_sge > max ||
                !c->ops->dma_read(c->opaque, addr + QHCA_RECV_WQE_HDR_SIZE,
                                  e->recv_sge,
                                  w.num_sge * sizeof(struct qhca_sge))) {
         /* its error completion still names it */
-        qhca_guest_error(c, "receive WQE: bad num_sge", r->ci);
+        QHCA_GUEST_ERROR(c, receive_wqe_bad_num_sge, r->ci);
         e->recv_wr_id = le64_to_cpu(w.wr_id);
         e->recv_error = true;
     } else {
@@ -162,7 +162,7 @@ static void respq_push(QhcaCore *c, QhcaQp *qp, QhcaRespQEntry ent)
     }
     if (e->respq_count == QHCA_RESPQ_LEN) {
         /* cannot happen within the resource rules; never overrun */
-        qhca_guest_error(c, "responder: response queue full", qp->qpn);
+        QHCA_GUEST_ERROR(c, responder_response_queue_full, qp->qpn);
         return;
     }
     *respq_at(e, e->respq_count++) = ent;
@@ -411,8 +411,7 @@ static QhcaRdRes *res_alloc(QhcaCore *c, QhcaQp *qp, uint32_t psn,
     QhcaRdRes *r = &e->res[e->res_next % n];
 
     if (r->queued) {
-        qhca_guest_error(c, "responder: more READs/atomics than "
-                         "max_dest_rd_atomic", qp->qpn);
+        QHCA_GUEST_ERROR(c, responder_more_reads_atomics_max_dest_rd, qp->qpn);
         resp_error(c, qp, psn, QHCA_ROCE_NAK_INVALID_REQ,
                    QHCA_EQE_QP_REQ_ERR);
         return NULL;

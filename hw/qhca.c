@@ -94,8 +94,7 @@ static bool qhca_dma_read(void *opaque, uint64_t addr, void *buf,
     trace_qhca_dma_read(addr, len);
     if (qhca_hits_own_bar(s, addr, len)) {
         trace_qhca_err_dma_own_bar(addr, len);
-        qhca_guest_error(&s->core, "DMA read from the device's own BARs",
-                         addr);
+        QHCA_GUEST_ERROR(&s->core, dma_read_from_devices_own_bars, addr);
         return false;
     }
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
@@ -109,8 +108,7 @@ static bool qhca_dma_write(void *opaque, uint64_t addr, const void *buf,
     trace_qhca_dma_write(addr, len);
     if (qhca_hits_own_bar(s, addr, len)) {
         trace_qhca_err_dma_own_bar(addr, len);
-        qhca_guest_error(&s->core, "DMA write to the device's own BARs",
-                         addr);
+        QHCA_GUEST_ERROR(&s->core, dma_write_devices_own_bars, addr);
         return false;
     }
     return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
@@ -129,8 +127,7 @@ static void qhca_irq(void *opaque, unsigned vector)
 
         if (qhca_hits_own_bar(s, msg.address, 4)) {
             trace_qhca_err_msix_own_bar(vector, msg.address);
-            qhca_guest_error(&s->core,
-                             "MSI-X message aimed at the device's own BARs",
+            QHCA_GUEST_ERROR(&s->core, msi_x_message_aimed_devices_own_bars,
                              msg.address);
             return;
         }
@@ -254,7 +251,7 @@ static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
 
-    qhca_guest_ub(&s->core, "read from doorbell page", addr);
+    QHCA_GUEST_UB(&s->core, read_from_doorbell_page, addr);
     return 0;
 }
 
