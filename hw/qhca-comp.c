@@ -507,7 +507,7 @@ void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
         trace_qhca_retransmit_early(qp->qpn, psn_add(e->acked, 1),
                                     e->probe_shift);
         c->stat_retransmits++;
-        cwnd_loss(qp, 2);
+        /* no loss is known yet: what the QP may send at once stays */
         e->probe_shift = MIN(e->probe_shift + 1, QHCA_RTO_MAX_SHIFT);
         next = now + (qhca_qp_rto_ns(qp) << e->probe_shift);
         if (timeout) {
