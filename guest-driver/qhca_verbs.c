@@ -652,7 +652,9 @@ static int qhca_create_ah(struct ib_ah *ibah,
 	cmd.sgid_index = grh->sgid_attr->index;
 	cmd.hop_limit = grh->hop_limit;
 	cmd.traffic_class = grh->traffic_class;
-	cmd.flow_label = cpu_to_le32(grh->flow_label);
+	/* 20 bits in a GRH (ibv_create_ah from UCX passes 0xffffffff); the
+	 * device refuses more, so drop them as modify_qp does */
+	cmd.flow_label = cpu_to_le32(grh->flow_label & 0xfffff);
 	memcpy(cmd.dmac, ah_attr->roce.dmac, ETH_ALEN);
 	memcpy(cmd.dgid, grh->dgid.raw, sizeof(cmd.dgid));
 

@@ -605,6 +605,25 @@ static int kt_client_connect(struct kt *kt, int p)
 	kt->remote_qpn = ev.qp_num;
 	kt->remote_qkey = ev.qkey;
 	kt->ah = rdma_create_ah(kt->pd, &ev.ah_attr, 0);
+	if (!IS_ERR(kt->ah)) {
+		/*
+		 * A flow label wider than the GRH's 20 bits: UCX passes
+		 * 0xffffffff to ibv_create_ah. The bits that do not exist are
+		 * dropped (as modify_qp does, and other devices), not refused.
+		 */
+		struct rdma_ah_attr wide = ev.ah_attr;
+		struct ib_ah *ah;
+
+		wide.grh.flow_label = 0xffffffff;
+		ah = rdma_create_ah(kt->pd, &wide, RDMA_CREATE_AH_SLEEPABLE);
+		kt_check(kt, !IS_ERR(ah),
+			 "address handle with flow label 0xffffffff (upper bits dropped)");
+		if (IS_ERR(ah))
+			pr_err("qhca_ktest: rdma_create_ah, flow label 0xffffffff: %ld\n",
+			       PTR_ERR(ah));
+		else
+			rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	}
 	rdma_destroy_ah_attr(&ev.ah_attr);
 	if (IS_ERR(kt->ah)) {
 		ret = PTR_ERR(kt->ah);
