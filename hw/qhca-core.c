@@ -23,22 +23,16 @@
 /*
  * Guest input the device refuses (an error status, CQE or dropped frame)
  * and register or doorbell use that the hardware contract leaves undefined
- * (ignored): counted in STAT_GUEST_ERRORS and logged with LOG_GUEST_ERROR.
- * Call them through QHCA_GUEST_ERROR() and QHCA_GUEST_UB(), which also
- * emit the condition's own trace event (qhca_err_* and qhca_ub_* in
- * hw/trace-events), as hw/nvme names one event per condition.
+ * (ignored): counted in STAT_GUEST_ERRORS and logged with LOG_GUEST_ERROR
+ * under the name of the condition's trace event.  Called through
+ * QHCA_GUEST_ERROR() and QHCA_GUEST_UB(), which also emit that event
+ * (qhca_err_* and qhca_ub_* in hw/trace-events), as hw/nvme names one
+ * event per condition.
  */
-void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val)
+void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val)
 {
     c->stat_guest_errors++;
-    qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s (0x%" PRIx64 ")\n", what, val);
-}
-
-void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val)
-{
-    c->stat_guest_errors++;
-    qemu_log_mask(LOG_GUEST_ERROR, "qhca: undefined: %s (0x%" PRIx64 ")\n",
-                  what, val);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s (0x%" PRIx64 ")\n", event, val);
 }
 
 static bool dma_read(QhcaCore *c, uint64_t addr, void *buf, uint64_t len)

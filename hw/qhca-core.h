@@ -268,16 +268,14 @@ void qhca_core_link_changed(QhcaCore *c);
  */
 #define QHCA_GUEST_ERROR(c, ev, val) do {                        \
         trace_qhca_err_##ev(val);                               \
-        qhca_guest_error(c, #ev, val);                          \
+        qhca_guest_error(c, "qhca_err_" #ev, val);              \
     } while (0)
 #define QHCA_GUEST_UB(c, ev, val) do {                           \
         trace_qhca_ub_##ev(val);                                \
-        qhca_guest_ub(c, #ev, val);                             \
+        qhca_guest_error(c, "qhca_ub_" #ev, val);               \
     } while (0)
 
-/* Used by the QP engine */
-void qhca_guest_error(QhcaCore *c, const char *what, uint64_t val);
-void qhca_guest_ub(QhcaCore *c, const char *what, uint64_t val);
+void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val);
 bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr);
 bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe);
 void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);

@@ -296,6 +296,21 @@ static bool dev_window_full(QhcaCore *c, QhcaQp *qp, uint32_t last)
 }
 
 /*
+ * Must a packet starting at @first and ending at @last wait?  Past the
+ * QP's window (@window packets after the last acknowledged PSN), past the
+ * device's, or anything but the probe's packet while a probe is out.
+ */
+static bool req_must_wait(QhcaCore *c, QhcaQp *qp, uint32_t first,
+                          uint32_t last, int32_t window)
+{
+    const QhcaQpEngine *e = qp->eng;
+
+    return psn_diff(last, e->acked) > window ||
+           dev_window_full(c, qp, last) ||
+           (e->probing && first != psn_add(e->acked, 1));
+}
+
+/*
  * A packet of the WQE at req_idx went out, with @n more bytes of it and
  * PSNs up to @last: new ones count in the device's data in flight, and
  * the first new one after the last measurement starts a round trip's
@@ -386,10 +401,9 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t piece = e->req_off / chunk_max;
 
         /* one piece at a time at least, whatever losses did to cwnd */
-        if (psn_diff(end, e->acked) >
-            MAX(qp_send_window(qp), (int32_t)read_piece_pkts(qp)) ||
-            dev_window_full(c, qp, end) ||
-            (e->probing && psn != psn_add(e->acked, 1))) {
+        if (req_must_wait(c, qp, psn, end,
+                          MAX(qp_send_window(qp),
+                              (int32_t)read_piece_pkts(qp)))) {
             return SEND_WAIT;
         }
         /* a new piece needs a responder resource; a piece asked again not */
@@ -472,9 +486,7 @@ static int rc_send_data(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
         int off;
 
-        if (psn_diff(psn, e->acked) > qp_send_window(qp) ||
-            dev_window_full(c, qp, psn) ||
-            (e->probing && psn != psn_add(e->acked, 1))) {
+        if (req_must_wait(c, qp, psn, psn, qp_send_window(qp))) {
             return SEND_WAIT;
         }
         if (!*budget) {
@@ -598,9 +610,7 @@ static bool req_window_shut(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st)
             return false;
         }
     }
-    return psn_diff(psn, e->acked) > qp_send_window(qp) ||
-           dev_window_full(c, qp, psn) ||
-           (e->probing && psn != psn_add(e->acked, 1));
+    return req_must_wait(c, qp, psn, psn, qp_send_window(qp));
 }
 
 /*
