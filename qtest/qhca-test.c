@@ -159,6 +159,42 @@ static void test_registers(void)
     qhca_stop(&t);
 }
 
+/*
+ * The queue registers (three blocks of base LO/HI and log2 depth, 0x10
+ * apart, found by one lookup in the device): each keeps what is written to
+ * it and no other, and the holes between the blocks (+0xc) are undefined.
+ */
+static void test_queue_registers(void)
+{
+    static const uint32_t base[] = {
+        QHCA_REG_CMDQ_BASE_LO, QHCA_REG_CMDCQ_BASE_LO, QHCA_REG_AEQ_BASE_LO,
+    };
+    QhcaTest t;
+    unsigned i;
+
+    qhca_start(&t);
+    for (i = 0; i < ARRAY_SIZE(base); i++) {
+        wr(&t, base[i], 0x1000 * (i + 1));
+        wr(&t, base[i] + 4, 0x10 + i);
+        wr(&t, base[i] + 8, 2 + i);
+    }
+    for (i = 0; i < ARRAY_SIZE(base); i++) {
+        g_assert_cmphex(rd(&t, base[i]), ==, 0x1000 * (i + 1));
+        g_assert_cmphex(rd(&t, base[i] + 4), ==, 0x10 + i);
+        g_assert_cmphex(rd(&t, base[i] + 8), ==, 2 + i);
+    }
+    g_assert_cmpuint(rd(&t, QHCA_REG_STAT_GUEST_ERRORS), ==, 0);
+    for (i = 0; i < ARRAY_SIZE(base); i++) {
+        wr(&t, base[i] + 0xc, 0x55);
+        g_assert_cmphex(rd(&t, base[i] + 0xc), ==, 0);
+    }
+    /* the holes changed nothing */
+    g_assert_cmphex(rd(&t, QHCA_REG_CMDQ_LOG_DEPTH), ==, 2);
+    g_assert_cmphex(rd(&t, QHCA_REG_CMDCQ_BASE_LO), ==, 0x2000);
+    g_assert_cmpuint(rd(&t, QHCA_REG_STAT_GUEST_ERRORS), ==, 6);
+    qhca_stop(&t);
+}
+
 static void test_msix(void)
 {
     QhcaTest t;
@@ -4200,6 +4236,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/pci/bars", test_bars);
     qtest_add_func("/qhca/pci/msix", test_msix);
     qtest_add_func("/qhca/regs/basic", test_registers);
+    qtest_add_func("/qhca/regs/queue-registers", test_queue_registers);
     qtest_add_func("/qhca/props/window", test_window_property);
     qtest_add_func("/qhca/regs/enable-reset", test_enable_and_reset);
     qtest_add_func("/qhca/regs/enable-bad-config", test_enable_bad_config);
