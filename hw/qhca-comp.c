@@ -289,8 +289,10 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
         req_acked(c, qp, h->psn);
         break;
     case QHCA_ROCE_AETH_RNR_NAK:
+        c->stat_rnr_naks_rcvd++;
         req_acked(c, qp, psn_add(h->psn, -1));
         if (qp->attr.rnr_retry != 7 && e->rnr_left == 0) {
+            c->stat_rnr_retry_exceeded++;
             req_fail_at(qp, h->psn, QHCA_CQE_RNR_RETRY_EXC_ERR);
             break;
         }
@@ -303,6 +305,7 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
                       rnr_timer_us[syn & QHCA_ROCE_AETH_VALUE_MASK] * 1000LL;
         break;
     case QHCA_ROCE_AETH_NAK:
+        c->stat_naks_rcvd++;
         req_acked(c, qp, psn_add(h->psn, -1));
         if ((syn & QHCA_ROCE_AETH_VALUE_MASK) == QHCA_ROCE_NAK_PSN_SEQ_ERR) {
             /*
@@ -315,6 +318,7 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
                 break;
             }
             if (e->retry_left == 0) {
+                c->stat_retry_exceeded++;
                 trace_qhca_retry_exceeded(qp->qpn, h->psn);
                 req_fail_at(qp, h->psn, QHCA_CQE_RETRY_EXC_ERR);
                 break;
@@ -519,7 +523,9 @@ void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now)
         return;
     }
     e->probing = false;
+    c->stat_timeouts++;
     if (e->retry_left == 0) {
+        c->stat_retry_exceeded++;
         trace_qhca_retry_exceeded(qp->qpn, psn_add(e->acked, 1));
         req_fail_at(qp, psn_add(e->acked, 1), QHCA_CQE_RETRY_EXC_ERR);
         /* nothing came back: the head itself failed */

@@ -564,6 +564,9 @@ typedef struct QhcaCmdCtx {
         struct qhca_port_attr port;
         struct qhca_qp_attr qp;
         struct qhca_srq_attr srq;
+        struct qhca_qp_state_info qp_state;
+        struct qhca_cq_info cq;
+        qhca_le64 stats[QHCA_STAT_NUM];
     } reply;
 } QhcaCmdCtx;
 
@@ -1188,6 +1191,79 @@ static int cmd_query_qp(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
+static int cmd_query_qp_state(QhcaCore *c, QhcaCmdCtx *x)
+{
+    QhcaQp *qp = LOOKUP(c, qp, le32_to_cpu(x->cmd->obj.handle));
+
+    if (!qp) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    qhca_qp_engine_state(c, qp, &x->reply.qp_state);
+    x->resp = &x->reply.qp_state;
+    x->resp_size = sizeof(x->reply.qp_state);
+    return QHCA_CMD_OK;
+}
+
+static int cmd_query_cq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    struct qhca_cq_info *a = &x->reply.cq;
+    QhcaCq *cq = LOOKUP(c, cq, le32_to_cpu(x->cmd->obj.handle));
+
+    if (!cq) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    memset(a, 0, sizeof(*a));
+    a->depth = cpu_to_le32(1u << cq->ring.log_depth);
+    a->pi = cpu_to_le16(cq->ring.pi);
+    a->ci = cpu_to_le16(cq->ring.ci);
+    a->arm = cq->arm;
+    a->error = cq->error;
+    a->eqn = cpu_to_le32(cq->eqn);
+    x->resp = a;
+    x->resp_size = sizeof(*a);
+    return QHCA_CMD_OK;
+}
+
+/* The counters in enum qhca_stat order */
+static int cmd_query_stats(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const uint64_t v[QHCA_STAT_NUM] = {
+        [QHCA_STAT_TX_FRAMES] = c->stat_tx_frames,
+        [QHCA_STAT_RX_FRAMES] = c->stat_rx_frames,
+        [QHCA_STAT_RX_DROPPED] = c->stat_rx_dropped,
+        [QHCA_STAT_RX_BAD_ICRC] = c->stat_rx_bad_icrc,
+        [QHCA_STAT_RETRANSMITS] = c->stat_retransmits,
+        [QHCA_STAT_GUEST_ERRORS] = c->stat_guest_errors,
+        [QHCA_STAT_LOOPBACK] = c->stat_loopback,
+        [QHCA_STAT_LOOP_DROPPED] = c->stat_loop_dropped,
+        [QHCA_STAT_TX_BYTES] = c->stat_tx_bytes,
+        [QHCA_STAT_RX_BYTES] = c->stat_rx_bytes,
+        [QHCA_STAT_NAKS_SENT] = c->stat_naks_sent,
+        [QHCA_STAT_NAKS_RCVD] = c->stat_naks_rcvd,
+        [QHCA_STAT_RNR_NAKS_SENT] = c->stat_rnr_naks_sent,
+        [QHCA_STAT_RNR_NAKS_RCVD] = c->stat_rnr_naks_rcvd,
+        [QHCA_STAT_SEQ_ERRORS] = c->stat_seq_errors,
+        [QHCA_STAT_DUP_REQUESTS] = c->stat_dup_requests,
+        [QHCA_STAT_TIMEOUTS] = c->stat_timeouts,
+        [QHCA_STAT_RETRY_EXCEEDED] = c->stat_retry_exceeded,
+        [QHCA_STAT_RNR_RETRY_EXCEEDED] = c->stat_rnr_retry_exceeded,
+    };
+    uint32_t first = le32_to_cpu(x->cmd->query_stats.first);
+    unsigned i;
+
+    if (first > QHCA_STAT_NUM) {
+        QHCA_GUEST_ERROR(c, query_stats_first_out_of_range, first);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    for (i = first; i < QHCA_STAT_NUM; i++) {
+        x->reply.stats[i - first] = cpu_to_le64(v[i]);
+    }
+    x->resp = x->reply.stats;
+    x->resp_size = (QHCA_STAT_NUM - first) * sizeof(x->reply.stats[0]);
+    x->result = QHCA_STAT_NUM;
+    return QHCA_CMD_OK;
+}
+
 static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_srq *p = &x->cmd->create_srq;
@@ -1380,6 +1456,12 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_DESTROY_AH:
         return cmd_destroy(c, x, (void **)c->ah, QHCA_MAX_AH, SIZE_MAX,
                            qhca_free_ah);
+    case QHCA_CMD_QUERY_STATS:
+        return cmd_query_stats(c, x);
+    case QHCA_CMD_QUERY_QP_STATE:
+        return cmd_query_qp_state(c, x);
+    case QHCA_CMD_QUERY_CQ:
+        return cmd_query_cq(c, x);
     default:
         QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
         return QHCA_CMD_ERR_OPCODE;
@@ -1512,6 +1594,7 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
     QhcaRxFrame *f;
 
     c->stat_rx_frames++;
+    c->stat_rx_bytes += len;
     if (!(c->status & QHCA_STATUS_READY) || len > QHCA_MAX_RX_FRAME) {
         c->stat_rx_dropped++;
         trace_qhca_rx_drop(len, "device not ready or frame too long");
@@ -1551,6 +1634,7 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
          * so taking this copy too would deliver them twice.
          */
         c->stat_rx_frames++;
+        c->stat_rx_bytes += len;
         c->stat_rx_dropped++;
         trace_qhca_rx_drop(len, "from our own MAC (a reflection)");
         return;
@@ -1599,6 +1683,7 @@ bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
         c->loopq_bytes + len > QHCA_LOOPQ_MAX_BYTES) {
         c->stat_loop_dropped++;
         c->stat_rx_frames++;
+        c->stat_rx_bytes += len;
         c->stat_rx_dropped++;
         trace_qhca_loop_drop(len, g_queue_get_length(&c->loopq),
                              c->loopq_bytes);
@@ -1853,21 +1938,21 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
     case QHCA_REG_FATAL_CODE:
         return c->fatal_code;
     case QHCA_REG_STAT_TX_FRAMES:
-        return c->stat_tx_frames;
+        return (uint32_t)c->stat_tx_frames;
     case QHCA_REG_STAT_RX_FRAMES:
-        return c->stat_rx_frames;
+        return (uint32_t)c->stat_rx_frames;
     case QHCA_REG_STAT_RX_DROPPED:
-        return c->stat_rx_dropped;
+        return (uint32_t)c->stat_rx_dropped;
     case QHCA_REG_STAT_RX_BAD_ICRC:
-        return c->stat_rx_bad_icrc;
+        return (uint32_t)c->stat_rx_bad_icrc;
     case QHCA_REG_STAT_RETRANSMITS:
-        return c->stat_retransmits;
+        return (uint32_t)c->stat_retransmits;
     case QHCA_REG_STAT_GUEST_ERRORS:
-        return c->stat_guest_errors;
+        return (uint32_t)c->stat_guest_errors;
     case QHCA_REG_STAT_LOOPBACK:
-        return c->stat_loopback;
+        return (uint32_t)c->stat_loopback;
     case QHCA_REG_STAT_LOOP_DROPPED:
-        return c->stat_loop_dropped;
+        return (uint32_t)c->stat_loop_dropped;
     default:
         break;
     }

@@ -236,14 +236,26 @@ struct QhcaCore {
     uint32_t nlive;
 
     /* statistics registers */
-    uint32_t stat_tx_frames;
-    uint32_t stat_rx_frames;
-    uint32_t stat_rx_dropped;
-    uint32_t stat_rx_bad_icrc;
-    uint32_t stat_retransmits;
-    uint32_t stat_guest_errors;
-    uint32_t stat_loopback;
-    uint32_t stat_loop_dropped;
+    /* counters, enum qhca_stat: the registers show their low 32 bits */
+    uint64_t stat_tx_frames;
+    uint64_t stat_rx_frames;
+    uint64_t stat_rx_dropped;
+    uint64_t stat_rx_bad_icrc;
+    uint64_t stat_retransmits;
+    uint64_t stat_guest_errors;
+    uint64_t stat_loopback;
+    uint64_t stat_loop_dropped;
+    uint64_t stat_tx_bytes;
+    uint64_t stat_rx_bytes;
+    uint64_t stat_naks_sent;
+    uint64_t stat_naks_rcvd;
+    uint64_t stat_rnr_naks_sent;
+    uint64_t stat_rnr_naks_rcvd;
+    uint64_t stat_seq_errors;
+    uint64_t stat_dup_requests;
+    uint64_t stat_timeouts;
+    uint64_t stat_retry_exceeded;
+    uint64_t stat_rnr_retry_exceeded;
 };
 
 void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,

@@ -140,6 +140,7 @@ void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
 
     qhca_roce_finish(c->txbuf, flen);
     c->stat_tx_frames++;
+    c->stat_tx_bytes += flen;
     c->run_tx_frames++;
     c->run_tx_bytes += flen;
     trace_qhca_tx_pkt(h->dest_qp, h->opcode, h->psn, len);
@@ -477,6 +478,39 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
 bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp)
 {
     return qp->attr.qp_state == QHCA_QPS_SQD && qp->sq.ci != qp->eng->req_idx;
+}
+
+/* QUERY_QP_STATE: what the engine holds for @qp, little-endian */
+void qhca_qp_engine_state(QhcaCore *c, QhcaQp *qp,
+                          struct qhca_qp_state_info *s)
+{
+    const QhcaQpEngine *e = qp->eng;
+    const QhcaRing *rq = &qp->rq;
+
+    memset(s, 0, sizeof(*s));
+    s->qp_state = qp->attr.qp_state;
+    s->type = qp->type;
+    if (!e) {
+        return;
+    }
+    if (qp->srqn != QHCA_NO_SRQ) {
+        rq = NULL;
+    }
+    s->retry_left = e->retry_left;
+    s->rnr_left = qp->attr.rnr_retry == 7 ? 7 : e->rnr_left;
+    s->next_psn = cpu_to_le32(e->next_psn);
+    s->acked_psn = cpu_to_le32(e->acked);
+    s->epsn = cpu_to_le32(e->epsn);
+    s->sq_pi = cpu_to_le16(e->sq_pi);
+    s->sq_ci = cpu_to_le16(qp->sq.ci);
+    s->rq_pi = cpu_to_le16(rq ? e->rq_pi : 0);
+    s->rq_ci = cpu_to_le16(rq ? rq->ci : 0);
+    if (qp_is_rc(qp)) {
+        s->inflight_bytes = cpu_to_le32(MIN((uint64_t)qp_inflight(qp) *
+                                            qp_mtu(qp), UINT32_MAX));
+    }
+    s->rd_outstanding = cpu_to_le32(e->rd_outstanding);
+    s->srtt_us = cpu_to_le32(MIN(e->srtt_ns / 1000, UINT32_MAX));
 }
 
 /*

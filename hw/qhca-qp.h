@@ -18,6 +18,8 @@ void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp);
 void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
                              uint8_t to, uint32_t mask);
 bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_engine_state(QhcaCore *c, QhcaQp *qp,
+                          struct qhca_qp_state_info *s);
 void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi);
 bool qhca_qp_engine_run(QhcaCore *c);
 void qhca_qp_engine_timer(QhcaCore *c);

@@ -27,6 +27,14 @@ static void send_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t syndrome)
     h.aeth.syndrome = syndrome;
     h.aeth.msn = qp->eng->msn & QHCA_ROCE_MSN_MASK;
     trace_qhca_ack_tx(qp->qpn, psn, syndrome);
+    switch (syndrome & QHCA_ROCE_AETH_TYPE_MASK) {
+    case QHCA_ROCE_AETH_NAK:
+        c->stat_naks_sent++;
+        break;
+    case QHCA_ROCE_AETH_RNR_NAK:
+        c->stat_rnr_naks_sent++;
+        break;
+    }
     qhca_send_simple(c, &h, NULL, 0);
 }
 
@@ -459,6 +467,7 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     int32_t d = psn_diff(h->psn, e->epsn);
 
     if (d > 0) {
+        c->stat_seq_errors++;
         if (!e->nak_sent) {
             e->nak_sent = true;
             resp_queue_ack(c, qp, e->epsn,
@@ -468,6 +477,7 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
         return false;
     }
     if (d < 0) {
+        c->stat_dup_requests++;
         trace_qhca_rx_dup(qp->qpn, h->psn, e->epsn);
         resp_duplicate(c, qp, pkt);
         return false;

@@ -95,7 +95,10 @@ typedef uint64_t qhca_le64;
 #define QHCA_REG_AEQ_BASE_HI		0x064
 #define QHCA_REG_AEQ_LOG_DEPTH		0x068	/* RW: log2 entries, 1..8 (one page) */
 
-/* Statistics (RO, 32-bit, wrap) */
+/*
+ * Statistics: the low 32 bits of the first eight 64-bit counters of enum
+ * qhca_stat (RO, wrap).  QUERY_STATS returns all of them, 64 bits each.
+ */
 #define QHCA_REG_STAT_TX_FRAMES		0x100
 #define QHCA_REG_STAT_RX_FRAMES		0x104
 #define QHCA_REG_STAT_RX_DROPPED	0x108	/* not RoCEv2 for us, or malformed */
@@ -218,6 +221,10 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_SRQ		= 0x15,
 	QHCA_CMD_CREATE_AH		= 0x16,	/* result: ahn */
 	QHCA_CMD_DESTROY_AH		= 0x17,
+	QHCA_CMD_QUERY_STATS		= 0x18,	/* resp: le64 per enum qhca_stat
+						 * from .first; result: QHCA_STAT_NUM */
+	QHCA_CMD_QUERY_QP_STATE		= 0x19,	/* resp: struct qhca_qp_state_info */
+	QHCA_CMD_QUERY_CQ		= 0x1a,	/* resp: struct qhca_cq_info */
 	QHCA_CMD_MAX
 };
 
@@ -448,6 +455,11 @@ struct qhca_cmd_create_ah {
 	qhca_u8 dgid[16];
 };
 
+struct qhca_cmd_query_stats {
+	qhca_le32 first;		/* enum qhca_stat; <= QHCA_STAT_NUM */
+	qhca_le32 reserved;
+};
+
 struct qhca_cmd {
 	struct qhca_cmd_hdr hdr;
 	union {
@@ -463,9 +475,72 @@ struct qhca_cmd {
 		struct qhca_cmd_create_srq create_srq;
 		struct qhca_cmd_modify_srq modify_srq;
 		struct qhca_cmd_create_ah create_ah;
+		struct qhca_cmd_query_stats query_stats;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);
+
+/*
+ * Device counters (QUERY_STATS: one qhca_le64 each, in this order from the
+ * command's .first on, as many as resp_len holds; the result is how many
+ * the device has, so a driver built for fewer or more counters can tell).  They start at 0 when the
+ * device is created and are not cleared by a reset; they wrap at 2^64.
+ */
+enum qhca_stat {
+	QHCA_STAT_TX_FRAMES,		/* RoCEv2 frames sent (loopback included) */
+	QHCA_STAT_RX_FRAMES,		/* frames received, taken or dropped */
+	QHCA_STAT_RX_DROPPED,		/* not RoCEv2 for us, or malformed */
+	QHCA_STAT_RX_BAD_ICRC,
+	QHCA_STAT_RETRANSMITS,		/* go-backs: timeouts, NAKs, probes */
+	QHCA_STAT_GUEST_ERRORS,		/* guest errors and undefined use */
+	QHCA_STAT_LOOPBACK,		/* frames sent to the device itself */
+	QHCA_STAT_LOOP_DROPPED,		/* of those, dropped: loop queue full */
+	QHCA_STAT_TX_BYTES,		/* bytes of the frames counted above */
+	QHCA_STAT_RX_BYTES,
+	QHCA_STAT_NAKS_SENT,		/* NAKs (not RNR) sent as responder */
+	QHCA_STAT_NAKS_RCVD,		/* NAKs (not RNR) taken as requester */
+	QHCA_STAT_RNR_NAKS_SENT,
+	QHCA_STAT_RNR_NAKS_RCVD,
+	QHCA_STAT_SEQ_ERRORS,		/* request packets ahead of the ePSN */
+	QHCA_STAT_DUP_REQUESTS,		/* request packets behind the ePSN */
+	QHCA_STAT_TIMEOUTS,		/* retransmission timer expiries that
+					 * count against retry_cnt */
+	QHCA_STAT_RETRY_EXCEEDED,	/* QPs failed: retry_cnt exhausted */
+	QHCA_STAT_RNR_RETRY_EXCEEDED,	/* QPs failed: rnr_retry exhausted */
+	QHCA_STAT_NUM
+};
+
+/* QUERY_QP_STATE response: the device's live view of one QP */
+struct qhca_qp_state_info {
+	qhca_u8 qp_state;		/* enum qhca_qp_state */
+	qhca_u8 type;			/* enum qhca_qp_type */
+	qhca_u8 retry_left;		/* retries left before RETRY_EXC_ERR */
+	qhca_u8 rnr_left;		/* RNR retries left (rnr_retry 7: 7) */
+	qhca_le32 next_psn;		/* requester: PSN of the next new packet */
+	qhca_le32 acked_psn;		/* requester: all up to here acknowledged */
+	qhca_le32 epsn;			/* responder: expected PSN */
+	qhca_le16 sq_pi;		/* SQ doorbell value the device has */
+	qhca_le16 sq_ci;		/* oldest SQ WQE not yet completed */
+	qhca_le16 rq_pi;
+	qhca_le16 rq_ci;
+	qhca_le32 inflight_bytes;	/* sent, not yet acknowledged */
+	qhca_le32 rd_outstanding;	/* READ/atomic requests awaiting replies */
+	qhca_le32 srtt_us;		/* smoothed round trip; 0: none measured */
+	qhca_le32 reserved[3];
+};
+QHCA_CHECK_SIZE(struct qhca_qp_state_info, 48);
+
+/* QUERY_CQ response */
+struct qhca_cq_info {
+	qhca_le32 depth;
+	qhca_le16 pi;			/* next CQE the device writes */
+	qhca_le16 ci;			/* consumer index last rung by the driver */
+	qhca_u8 arm;			/* 0 not armed, 1 next, 2 solicited */
+	qhca_u8 error;			/* overflowed or DMA failed */
+	qhca_le16 reserved;
+	qhca_le32 eqn;
+};
+QHCA_CHECK_SIZE(struct qhca_cq_info, 16);
 
 /* QUERY_DEVICE response */
 struct qhca_device_attr {
