@@ -421,6 +421,14 @@ int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 bool qhca_cq_soft_flush_cqe(struct qhca_cq *cq, u32 qpn, __le64 wr_id,
 			    bool send, u16 wqe_index);
 
+/* qhca_stats.c */
+struct rdma_hw_stats *qhca_alloc_hw_port_stats(struct ib_device *ibdev,
+					       u32 port_num);
+int qhca_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		      u32 port, int index);
+int qhca_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int qhca_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
+
 /* qhca_qp.c */
 int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		   struct ib_udata *udata);

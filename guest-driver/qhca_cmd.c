@@ -62,6 +62,9 @@ static const char *const qhca_cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
 	[QHCA_CMD_CREATE_AH] = "CREATE_AH",
 	[QHCA_CMD_DESTROY_AH] = "DESTROY_AH",
+	[QHCA_CMD_QUERY_STATS] = "QUERY_STATS",
+	[QHCA_CMD_QUERY_QP_STATE] = "QUERY_QP_STATE",
+	[QHCA_CMD_QUERY_CQ] = "QUERY_CQ",
 };
 
 static unsigned int qhca_cmd_timeout(void)

@@ -652,8 +652,10 @@ static int qhca_create_ah(struct ib_ah *ibah,
 	cmd.sgid_index = grh->sgid_attr->index;
 	cmd.hop_limit = grh->hop_limit;
 	cmd.traffic_class = grh->traffic_class;
-	/* 20 bits in a GRH (ibv_create_ah from UCX passes 0xffffffff); the
-	 * device refuses more, so drop them as modify_qp does */
+	/*
+	 * 20 bits in a GRH (ibv_create_ah from UCX passes 0xffffffff); the
+	 * device refuses more, so drop them as modify_qp does
+	 */
 	cmd.flow_label = cpu_to_le32(grh->flow_label & 0xfffff);
 	memcpy(cmd.dmac, ah_attr->roce.dmac, ETH_ALEN);
 	memcpy(cmd.dgid, grh->dgid.raw, sizeof(cmd.dgid));
@@ -701,6 +703,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.uverbs_abi_ver = QHCA_UVERBS_ABI_VERSION,
 
 	.add_gid = qhca_add_gid,
+	.alloc_hw_port_stats = qhca_alloc_hw_port_stats,
 	.alloc_mr = qhca_alloc_mr,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
@@ -718,8 +721,11 @@ const struct ib_device_ops qhca_dev_ops = {
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
 	.disassociate_ucontext = qhca_disassociate_ucontext,
+	.fill_res_cq_entry = qhca_fill_res_cq_entry,
+	.fill_res_qp_entry = qhca_fill_res_qp_entry,
 	.get_dev_fw_str = qhca_get_dev_fw_str,
 	.get_dma_mr = qhca_get_dma_mr,
+	.get_hw_stats = qhca_get_hw_stats,
 	.get_link_layer = qhca_get_link_layer,
 	.get_port_immutable = qhca_get_port_immutable,
 	.map_mr_sg = qhca_map_mr_sg,
