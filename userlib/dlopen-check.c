@@ -5,9 +5,10 @@
  * libibverbs/libc do not provide fails the load, then check what
  * PROVIDER_DRIVER() exported.  No device is needed.
  *
- *   dlopen-check path/to/libqhca-rdmav34.so
+ *   dlopen-check path/to/libqhca-rdmav34.so [GTEST-OPTIONS]
  *
- * Prints TAP: "ok - name" / "not ok - name"; exits non-zero on failure.
+ * A GLib test program (g_test, run with --tap by meson test): one case,
+ * each check in it named (tests/unit/unit-check.h).
  */
 
 #include <config.h>
@@ -21,18 +22,11 @@
 
 #include "qhca_hw.h"
 #include "qhca-abi.h"
+#include "unit-check.h"
 
-static int test_no;
-static int failed;
+#define check(cond, name) unit_check(cond, "%s", name)
 
-static bool check(bool cond, const char *name)
-{
-	test_no++;
-	printf("%sok - %s\n", cond ? "" : "not ", name);
-	if (!cond)
-		failed++;
-	return cond;
-}
+static const char *provider_path;
 
 static bool has_pci_match(const struct verbs_match_ent *ent)
 {
@@ -44,37 +38,41 @@ static bool has_pci_match(const struct verbs_match_ent *ent)
 	return false;
 }
 
-int main(int argc, char **argv)
+static void test_dlopen(void)
 {
 	const struct verbs_device_ops *ops;
 	void *handle;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s PROVIDER.so\n", argv[0]);
-		return 2;
-	}
-
-	printf("1..5\n");
-
-	handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	handle = dlopen(provider_path, RTLD_NOW | RTLD_LOCAL);
 	if (!check(handle, "dlopen with RTLD_NOW resolves every symbol")) {
 		printf("# %s\n", dlerror());
-		return 1;
+		return;
 	}
 
 	ops = dlsym(handle, "verbs_provider_qhca");
-	if (!check(ops, "verbs_provider_qhca is exported"))
-		return 1;
-
-	check(ops->name && strcmp(ops->name, "qhca") == 0,
-	      "provider is named qhca");
-	check(ops->match_min_abi_version == QHCA_UVERBS_ABI_VERSION &&
-	      ops->match_max_abi_version == QHCA_UVERBS_ABI_VERSION,
-	      "matches uverbs ABI version QHCA_UVERBS_ABI_VERSION only");
-	check(ops->match_table && has_pci_match(ops->match_table) &&
-	      ops->alloc_device && ops->uninit_device && ops->alloc_context,
-	      "matches the qhca PCI ID and has device/context ops");
-
+	if (check(ops, "verbs_provider_qhca is exported")) {
+		check(ops->name && strcmp(ops->name, "qhca") == 0,
+		      "provider is named qhca");
+		check(ops->match_min_abi_version == QHCA_UVERBS_ABI_VERSION &&
+		      ops->match_max_abi_version == QHCA_UVERBS_ABI_VERSION,
+		      "matches uverbs ABI version QHCA_UVERBS_ABI_VERSION only");
+		check(ops->match_table && has_pci_match(ops->match_table) &&
+		      ops->alloc_device && ops->uninit_device &&
+		      ops->alloc_context,
+		      "matches the qhca PCI ID and has device/context ops");
+	}
 	dlclose(handle);
-	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s PROVIDER.so [GTEST-OPTIONS]\n",
+			argv[0]);
+		return 2;
+	}
+	provider_path = argv[1];
+	g_test_add_func("/provider/dlopen", test_dlopen);
+	return g_test_run();
 }

@@ -9,9 +9,8 @@
  * at the offsets and with the values of docs/hardware.md (not through the
  * structs of qhca_hw.h), so a layout change there shows up here.
  *
- * Prints TAP without test numbers ("ok - name" / "not ok - name", the
- * lines scripts/test counts) and the plan at the end; exits non-zero on
- * failure.
+ * A GLib test program (g_test, run with --tap by meson test): one case per
+ * test_*() below, each check in it named (tests/unit/unit-check.h).
  */
 
 #include <config.h>
@@ -31,9 +30,7 @@
 #include <ccan/array_size.h>
 
 #include "qhca.h"
-
-static int test_no;
-static int failed;
+#include "unit-check.h"
 
 static void __attribute__((format(printf, 1, 2))) diag(const char *fmt, ...)
 {
@@ -46,21 +43,7 @@ static void __attribute__((format(printf, 1, 2))) diag(const char *fmt, ...)
 	printf("\n");
 }
 
-static bool __attribute__((format(printf, 2, 3)))
-ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	test_no++;
-	printf("%sok - ", cond ? "" : "not ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		failed++;
-	return cond;
-}
+#define ok(...) unit_check(__VA_ARGS__)
 
 /* ------------------------------------------------------------------------
  * Byte images
@@ -1855,8 +1838,7 @@ static void test_no_syscalls(void)
 	if (pid > 0)
 		waitpid(pid, &status, 0);
 	if (result == 'S' && WIFEXITED(status) && !WEXITSTATUS(status)) {
-		test_no++;
-		printf("ok - no system call on the data path # SKIP seccomp strict mode unavailable\n");
+		g_test_skip("seccomp strict mode unavailable: no system call on the data path not checked");
 		return;
 	}
 	if (WIFSIGNALED(status))
@@ -1868,26 +1850,26 @@ static void test_no_syscalls(void)
 	   "post_send, post_recv, post_srq_recv, wr API, poll_cq, cq_ex, req_notify_cq make no system call");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	test_sizing();
-	test_send_wqe();
-	test_send_wqe_errors();
-	test_recv_wqe();
-	test_cqe_decode();
-	test_poll_wrap();
-	test_cq_ex();
-	test_post_send();
-	test_srq();
-	test_cq_clean_wrap();
-	test_wr_api();
-	test_wr_api_ud();
-	test_create_validation();
-	test_create_resp();
-	test_no_syscalls();
-
-	printf("1..%d\n", test_no);
-	return failed ? 1 : 0;
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/provider/datapath/sizing", test_sizing);
+	g_test_add_func("/provider/datapath/send-wqe", test_send_wqe);
+	g_test_add_func("/provider/datapath/send-wqe-errors",
+			test_send_wqe_errors);
+	g_test_add_func("/provider/datapath/recv-wqe", test_recv_wqe);
+	g_test_add_func("/provider/datapath/cqe-decode", test_cqe_decode);
+	g_test_add_func("/provider/datapath/poll-wrap", test_poll_wrap);
+	g_test_add_func("/provider/datapath/cq-ex", test_cq_ex);
+	g_test_add_func("/provider/datapath/post-send", test_post_send);
+	g_test_add_func("/provider/datapath/srq", test_srq);
+	g_test_add_func("/provider/datapath/cq-clean-wrap",
+			test_cq_clean_wrap);
+	g_test_add_func("/provider/datapath/wr-api", test_wr_api);
+	g_test_add_func("/provider/datapath/wr-api-ud", test_wr_api_ud);
+	g_test_add_func("/provider/datapath/create-validation",
+			test_create_validation);
+	g_test_add_func("/provider/datapath/create-resp", test_create_resp);
+	g_test_add_func("/provider/datapath/no-syscalls", test_no_syscalls);
+	return g_test_run();
 }

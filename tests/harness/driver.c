@@ -529,6 +529,17 @@ struct qhca_sge hx_sge(const HxMr *m, uint64_t off, uint32_t len)
     return s;
 }
 
+/* A signaled send WQE of @opcode; the caller fills in the rest */
+struct qhca_send_wqe hx_wqe(uint8_t opcode, uint64_t wr_id)
+{
+    struct qhca_send_wqe w = { 0 };
+
+    w.opcode = opcode;
+    w.flags = QHCA_WQE_SIGNALED;
+    w.wr_id = cpu_to_le64(wr_id);
+    return w;
+}
+
 void hx_ring_sq(HxDev *d, HxQp *qp, uint16_t pi)
 {
     hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_SQ,

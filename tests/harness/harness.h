@@ -315,6 +315,7 @@ HxQp *hx_drv_qp(HxDev *d, unsigned sel);
 void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
                    uint32_t qpn, const HxRing *sq, const HxRing *rq);
 struct qhca_sge hx_sge(const HxMr *m, uint64_t off, uint32_t len);
+struct qhca_send_wqe hx_wqe(uint8_t opcode, uint64_t wr_id);
 void hx_post_send(HxDev *d, HxQp *qp, struct qhca_send_wqe *w,
                   const struct qhca_sge *sges, unsigned nsge,
                   const void *inl, uint32_t inl_len, bool ring);

@@ -26,16 +26,6 @@ static void report(bool ok, const char *name)
     printf("%s %d - %s\n", ok ? "ok" : "not ok", tests, name);
 }
 
-static struct qhca_send_wqe wqe(uint8_t opcode, uint64_t wr_id)
-{
-    struct qhca_send_wqe w = { 0 };
-
-    w.opcode = opcode;
-    w.flags = QHCA_WQE_SIGNALED;
-    w.wr_id = cpu_to_le64(wr_id);
-    return w;
-}
-
 static void fill(HxDev *d, uint64_t addr, uint32_t len, uint32_t seed)
 {
     uint32_t i;
@@ -88,7 +78,7 @@ int main(void)
         r = hx_sge(&b->drv.mr, 0, 4096);
         hx_post_recv(b, qb, 0xb1, &r, 1, true);
         s = hx_sge(&a->drv.mr, 0, 3000);
-        w = wqe(QHCA_WQE_SEND, 0xa1);
+        w = hx_wqe(QHCA_WQE_SEND, 0xa1);
         hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
         report(cqe_is(b, qb, 0xb1, QHCA_CQE_SUCCESS) &&
                cqe_is(a, qa, 0xa1, QHCA_CQE_SUCCESS) &&
@@ -97,7 +87,7 @@ int main(void)
 
         /* RDMA WRITE of 64 KiB, READ of it back */
         fill(a, a->drv.mr.mem + 0x10000, 0x10000, 2);
-        w = wqe(QHCA_WQE_RDMA_WRITE, 0xa2);
+        w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xa2);
         w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
         w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
         s = hx_sge(&a->drv.mr, 0x10000, 0x10000);
@@ -105,7 +95,7 @@ int main(void)
         report(cqe_is(a, qa, 0xa2, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem + 0x10000, b,
                     b->drv.mr.mem + 0x20000, 0x10000), "rdma write");
-        w = wqe(QHCA_WQE_RDMA_READ, 0xa3);
+        w = hx_wqe(QHCA_WQE_RDMA_READ, 0xa3);
         w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
         w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
         s = hx_sge(&a->drv.mr, 0x40000, 0x10000);
@@ -117,7 +107,7 @@ int main(void)
         /* fetch and add */
         v = cpu_to_le64(100);
         hx_mem_write(b, b->drv.mr.mem + 0x100, &v, 8);
-        w = wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 0xa4);
+        w = hx_wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 0xa4);
         w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x100);
         w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
         w.rdma.compare_add = cpu_to_le64(5);
@@ -134,7 +124,7 @@ int main(void)
         qb = &b->drv.qp[HX_QP_UD];
         r = hx_sge(&b->drv.mr, 0x80000, 40 + 100);
         hx_post_recv(b, qb, 0xb5, &r, 1, true);
-        w = wqe(QHCA_WQE_SEND, 0xa5);
+        w = hx_wqe(QHCA_WQE_SEND, 0xa5);
         w.ud.ahn = cpu_to_le32(a->drv.ahn);
         w.ud.remote_qpn = cpu_to_le32(qb->qpn);
         w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
@@ -153,19 +143,19 @@ int main(void)
         r = hx_sge(&a->drv.mr, 0xa0000, 4096);
         hx_post_recv(a, qb, 0xc1, &r, 1, true);
         s = hx_sge(&a->drv.mr, 0x90000, 3000);
-        w = wqe(QHCA_WQE_SEND, 0xc2);
+        w = hx_wqe(QHCA_WQE_SEND, 0xc2);
         hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
         report(cqe_is(a, qb, 0xc1, QHCA_CQE_SUCCESS) &&
                cqe_is(a, qa, 0xc2, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
                     3000), "loopback send/recv");
         fill(a, a->drv.mr.mem + 0x100000, 0x10000, 4);
-        w = wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
+        w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
         w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
         w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
         s = hx_sge(&a->drv.mr, 0x100000, 0x10000);
         hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        w = wqe(QHCA_WQE_RDMA_READ, 0xc4);
+        w = hx_wqe(QHCA_WQE_RDMA_READ, 0xc4);
         w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
         w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
         s = hx_sge(&a->drv.mr, 0x140000, 0x10000);
@@ -180,7 +170,7 @@ int main(void)
         qa = &a->drv.qp[HX_QP_UD];
         r = hx_sge(&a->drv.mr, 0x180000, 40 + 100);
         hx_post_recv(a, qa, 0xc5, &r, 1, true);
-        w = wqe(QHCA_WQE_SEND, 0xc6);
+        w = hx_wqe(QHCA_WQE_SEND, 0xc6);
         w.ud.ahn = cpu_to_le32(a->drv.ahn);
         w.ud.remote_qpn = cpu_to_le32(qa->qpn);
         w.ud.remote_qkey = cpu_to_le32(HX_QKEY);

@@ -10,25 +10,17 @@
  * sizing again from them gives the same geometry (the provider sends the
  * actual caps; the kernel recomputes from them).
  *
- * Prints "ok - NAME" / "not ok - NAME" per case and the plan at the end;
- * exits non-zero on failure.
+ * A GLib test program (g_test, run with --tap by meson test): one case per
+ * group below, each check in it named (tests/unit/unit-check.h).
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "qhca_hw.h"
+#include "unit-check.h"
 
-static int test_no;
-static int failed;
-
-static void ok(bool cond, const char *name)
-{
-	test_no++;
-	printf("%sok - %s\n", cond ? "" : "not ", name);
-	if (!cond)
-		failed++;
-}
+#define ok(cond, name) unit_check(cond, "%s", name)
 
 /* ---- the reference: docs/abi.md, "Sizes both sides compute" ---- */
 
@@ -239,14 +231,13 @@ static void test_properties(void)
 	ok(good, "caps from a stride cover the request, fit in it, and give the same geometry again");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	test_limits();
-	test_depth();
-	test_strides();
-	test_table();
-	test_properties();
-	printf("1..%d\n", test_no);
-	return failed ? 1 : 0;
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/geom/limits", test_limits);
+	g_test_add_func("/geom/depth", test_depth);
+	g_test_add_func("/geom/strides", test_strides);
+	g_test_add_func("/geom/table", test_table);
+	g_test_add_func("/geom/properties", test_properties);
+	return g_test_run();
 }

@@ -1,12 +1,13 @@
 /*
  * Unit tests of the RoCEv2 wire library (hw/qhca-roce.c) on the host.
  *
- * Prints "ok - NAME" or "not ok - NAME" per case (TAP, plan at the end) and
- * exits non-zero if a case failed.  Build with -fsanitize=address,undefined:
- * every frame handed to the parser lies in a heap block of exactly its
- * length, so an out-of-bounds read is caught.
+ * A GLib test program (g_test: run it with --tap for TAP, -p PATH for one
+ * case, -l to list them; meson test runs it from tests/unit/meson.build).
+ * A case goes on after a failed check and fails at its end.  Build with
+ * -fsanitize=address,undefined: every frame handed to the parser lies in a
+ * heap block of exactly its length, so an out-of-bounds read is caught.
  *
- *   test-qhca-roce [--pcap GOOD.pcap BAD.pcap]
+ *   test-qhca-roce [--pcap GOOD.pcap BAD.pcap] [GTEST-OPTIONS]
  *
  * With --pcap it also writes the frames it built (and the reference frames)
  * to GOOD.pcap, and the same frames with one ICRC bit flipped to BAD.pcap,
@@ -20,13 +21,13 @@
  */
 
 #include "qemu/osdep.h"
+#include <glib.h>
 #include "qhca-roce.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool case_failed;
 static int case_checks_failed;
-static int n_cases, n_failed;
 
 #define CHECK(cond) \
     check((cond), #cond, __FILE__, __LINE__)
@@ -55,19 +56,22 @@ static void check_eq(uint64_t a, uint64_t b, const char *what,
     check(a == b, what, file, line);
 }
 
-static void run_case(const char *name, void (*fn)(void))
+typedef struct RoceCase {
+    const char *path;
+    void (*fn)(void);
+} RoceCase;
+
+/* One g_test case: its checks all run, a failed one fails the case */
+static void run_case(gconstpointer data)
 {
+    const RoceCase *c = data;
+
     case_failed = false;
     case_checks_failed = 0;
-    fn();
-    n_cases++;
+    c->fn();
     if (case_failed) {
-        n_failed++;
-        printf("not ok - %s\n", name);
-    } else {
-        printf("ok - %s\n", name);
+        g_test_fail();
     }
-    fflush(stdout);
 }
 
 /* xorshift64*: deterministic, seedable */
@@ -1353,39 +1357,55 @@ static void test_fuzz_mutate(void)
     CHECK(n_ok > 100);
 }
 
+static const RoceCase roce_cases[] = {
+    { "/roce/crc32", test_crc32 },
+    { "/roce/crc32-clmul", test_crc32_fast },
+    { "/roce/inet-csum", test_inet_csum },
+    { "/roce/icrc-connectx4-cnp-vector", test_icrc_connectx4_cnp },
+    { "/roce/icrc-scapy-uc-vector", test_icrc_scapy_uc },
+    { "/roce/icrc-masked-fields", test_icrc_masked_fields },
+    { "/roce/opcode-table", test_opcode_table },
+    { "/roce/udp-sport", test_udp_sport },
+    { "/roce/build-known-frame", test_build_known_frame },
+    { "/roce/build-parse-roundtrip", test_roundtrip },
+    { "/roce/build-errors", test_build_errors },
+    { "/roce/parse-errors", test_parse_errors },
+    { "/roce/parse-trailer", test_parse_trailer },
+    { "/roce/parse-truncated", test_parse_truncated },
+    { "/roce/parse-bit-flips", test_parse_bit_flips },
+    { "/roce/fuzz-random", test_fuzz_random },
+    { "/roce/fuzz-mutate", test_fuzz_mutate },
+};
+
 int main(int argc, char **argv)
 {
     const char *seed = getenv("QHCA_TEST_SEED");
+    size_t i;
+    int ret;
 
-    if (argc == 4 && strcmp(argv[1], "--pcap") == 0) {
+    /* --pcap GOOD BAD before GLib's own options */
+    if (argc >= 4 && strcmp(argv[1], "--pcap") == 0) {
         pcap_good = pcap_open(argv[2]);
         pcap_bad = pcap_open(argv[3]);
-    } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [--pcap GOOD.pcap BAD.pcap]\n", argv[0]);
+        argv[3] = argv[0];
+        argv += 3;
+        argc -= 3;
+    }
+    g_test_init(&argc, &argv, NULL);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--pcap GOOD.pcap BAD.pcap] "
+                "[GTEST-OPTIONS]\n", argv[0]);
         return 2;
     }
     if (seed && *seed) {
-        rng_state = strtoull(seed, NULL, 0) | 1;
+        rng_state = g_ascii_strtoull(seed, NULL, 0) | 1;
     }
     printf("# seed 0x%" PRIx64 "\n", rng_state);
 
-    run_case("roce-crc32", test_crc32);
-    run_case("roce-crc32-clmul", test_crc32_fast);
-    run_case("roce-inet-csum", test_inet_csum);
-    run_case("roce-icrc-connectx4-cnp-vector", test_icrc_connectx4_cnp);
-    run_case("roce-icrc-scapy-uc-vector", test_icrc_scapy_uc);
-    run_case("roce-icrc-masked-fields", test_icrc_masked_fields);
-    run_case("roce-opcode-table", test_opcode_table);
-    run_case("roce-udp-sport", test_udp_sport);
-    run_case("roce-build-known-frame", test_build_known_frame);
-    run_case("roce-build-parse-roundtrip", test_roundtrip);
-    run_case("roce-build-errors", test_build_errors);
-    run_case("roce-parse-errors", test_parse_errors);
-    run_case("roce-parse-trailer", test_parse_trailer);
-    run_case("roce-parse-truncated", test_parse_truncated);
-    run_case("roce-parse-bit-flips", test_parse_bit_flips);
-    run_case("roce-fuzz-random", test_fuzz_random);
-    run_case("roce-fuzz-mutate", test_fuzz_mutate);
+    for (i = 0; i < N_ELEMS(roce_cases); i++) {
+        g_test_add_data_func(roce_cases[i].path, &roce_cases[i], run_case);
+    }
+    ret = g_test_run();
 
     if (pcap_good) {
         if (fclose(pcap_good) || fclose(pcap_bad)) {
@@ -1393,6 +1413,5 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    printf("1..%d\n", n_cases);
-    return n_failed ? 1 : 0;
+    return ret;
 }
