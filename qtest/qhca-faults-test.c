@@ -15,6 +15,7 @@
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
 #include "qhca-wire.h"
 
 /*
@@ -749,8 +750,132 @@ static void test_hostile_qp_state_budget(void)
     pair_stop(&p);
 }
 
+/* Wait for the DEVICE_DELETED event of device @id */
+static void wait_device_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        bool found = data && qdict_haskey(data, "device") &&
+                     !strcmp(qdict_get_str(data, "device"), id);
+
+        qobject_unref(resp);
+        if (found) {
+            return;
+        }
+    }
+}
+
+/*
+ * Device B sits behind a PCIe root port and is unplugged while its QPs are
+ * busy: a 64 KiB RDMA WRITE and a 64 KiB RDMA READ of B's are on the wire
+ * (B's retransmission timer armed), receive buffers are posted and A's SEND
+ * to B is under way.  device_del, then the guest powers the slot off as
+ * Linux's pciehp does, and QEMU unrealizes B.  QEMU keeps running, A keeps
+ * working (its SEND to the vanished peer ends in a retry error, its data
+ * path takes B's last WRITE), and nothing of B runs after it is gone: the
+ * virtual clock is run well past B's retransmission timeout, so a timer or
+ * bottom half left behind would run on freed memory (ASan in qtest-san),
+ * and leaks show at QEMU's exit there.
+ */
+static void test_hotplug_unplug_busy(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+    ConnOpts o = rc_default_opts;
+    uint8_t out[65536], in[65536];
+    uint8_t cap;
+    uint16_t ctl;
+    QTestState *qts;
+    int i;
+
+    pair_start_ex(&p, WIRE_PASS, true);
+    qts = p.a.qts;
+    o.retry_cnt = 2;
+    rc_pair(&p, &a, &b, &o, false);
+    ma = mr_reg(&p.a, a.pdn, 3 * 65536, ALL_ACCESS, 0x100000);
+    mb = mr_reg(&p.b, b.pdn, 3 * 65536, ALL_ACCESS, 0x200000);
+
+    /* B behind the port works: a SEND each way */
+    fill(out, 4096, 7);
+    mr_io(&p.b, &mb, 0, out, 4096, true);
+    r = sge(&ma, 0, 4096);
+    post_recv(&a, 0xa0, &r, 1);
+    s = sge(&mb, 0, 4096);
+    w = wqe(QHCA_WQE_SEND, 0xb0);
+    post_send(&b, &w, &s, 1, NULL, 0);
+    expect_cqe(&a, 0xa0, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&b, 0xb0, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    mr_io(&p.a, &ma, 0, in, 4096, false);
+    g_assert_cmpmem(in, 4096, out, 4096);
+    r = sge(&mb, 0, 4096);
+    post_recv(&b, 0xb1, &r, 1);
+    w = wqe(QHCA_WQE_SEND, 0xa1);
+    post_send(&a, &w, NULL, 0, "hello", 5);
+    expect_cqe(&b, 0xb1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&a, 0xa1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+
+    /* Keep B busy; the wire is not pumped until B is gone */
+    fill(out, sizeof(out), 3);
+    mr_io(&p.b, &mb, 65536, out, sizeof(out), true);
+    for (i = 0; i < 4; i++) {
+        post_recv(&b, 0xb2 + i, &r, 1);
+    }
+    s = sge(&mb, 65536, 65536);
+    w = wqe(QHCA_WQE_RDMA_WRITE, 0xb8);
+    w.rdma.remote_addr = cpu_to_le64(ma.iova + 65536);
+    w.rdma.rkey = cpu_to_le32(ma.key);
+    post_send(&b, &w, &s, 1, NULL, 0);
+    s = sge(&mb, 2 * 65536, 65536);
+    w = wqe(QHCA_WQE_RDMA_READ, 0xb9);
+    w.rdma.remote_addr = cpu_to_le64(ma.iova);
+    w.rdma.rkey = cpu_to_le32(ma.key);
+    post_send(&b, &w, &s, 1, NULL, 0);
+    s = sge(&ma, 0, 100);
+    w = wqe(QHCA_WQE_SEND, 0xa2);
+    post_send(&a, &w, &s, 1, NULL, 0);
+    g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STAT_TX_FRAMES), >, 2);
+
+    /* device_del; the guest answers the attention button: power off */
+    qtest_qmp_device_del_send(qts, "qb");
+    cap = qpci_find_capability(p.port, PCI_CAP_ID_EXP, 0);
+    g_assert_cmpint(cap, !=, 0);
+    ctl = qpci_config_readw(p.port, cap + PCI_EXP_SLTCTL);
+    g_assert_cmphex(ctl & PCI_EXP_SLTCTL_PCC, ==, 0);
+    ctl = (ctl & ~PCI_EXP_SLTCTL_PIC) | PCI_EXP_SLTCTL_PWR_IND_OFF |
+          PCI_EXP_SLTCTL_PCC;
+    qpci_config_writew(p.port, cap + PCI_EXP_SLTCTL, ctl);
+    wait_device_deleted(qts, "qb");
+    g_assert_cmphex(qpci_config_readw(p.port, cap + PCI_EXP_SLTSTA) &
+                    PCI_EXP_SLTSTA_PDS, ==, 0);
+
+    /*
+     * A: the WRITE B sent before it went lands; A's SEND to the vanished
+     * peer is retried and fails
+     */
+    expect_cqe(&a, 0xa2, QHCA_CQE_RETRY_EXC_ERR, 0);
+    g_assert_cmpuint(qp_state(&a), ==, QHCA_QPS_ERR);
+    mr_io(&p.a, &ma, 65536, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+    /* 2 s of virtual time: anything of B's left would run now */
+    for (i = 0; i < 200; i++) {
+        wire_pump();
+        qtest_clock_step(qts, 10 * 1000 * 1000);
+    }
+    /* A still answers commands, QEMU still answers QMP */
+    g_assert_cmphex(qhca_rd(&p.a, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+    qhca_cmd_ok(&p.a, QHCA_CMD_QUERY_DEVICE, NULL, 0);
+    qtest_qmp_assert_success(qts, "{'execute': 'query-status'}");
+    p.b.qts = NULL;             /* gone: nothing to unmap */
+    pair_stop(&p);
+}
+
 static void qhca_add_hostile_tests(void)
 {
+    qtest_add_func("/qhca/hotplug/unplug-busy", test_hotplug_unplug_busy);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);
     qtest_add_func("/qhca/hostile/cq-on-own-bar", test_hostile_cq_on_own_bar);

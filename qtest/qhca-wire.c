@@ -163,8 +163,9 @@ void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port)
                           "-device qhca,id=qb,%s,netdev=nb,"
                           "mac=52:54:00:00:00:0b%s %s",
                           RAM_SIZE_MB, sa[1], pair_dev_props,
-                          b_on_port ? "-device pcie-root-port,id=rp0,"
-                          "chassis=1,addr=06.0" : "",
+                          b_on_port ? "-global ICH9-LPC.acpi-pci-hotplug-"
+                          "with-bridge-support=off -device pcie-root-port,"
+                          "id=rp0,chassis=1,addr=06.0" : "",
                           sb[1], b_on_port ? "bus=rp0" : "addr=05.0",
                           pair_dev_props, dump ? dump : "");
     close(sa[1]);

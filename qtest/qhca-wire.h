@@ -95,9 +95,9 @@ extern const ConnOpts rc_default_opts;
 extern const char *pair_dev_props;
 
 /*
- * Start QEMU with devices A and B on the wire (B behind a PCIe root port,
- * id "rp0", if @b_on_port; the devices' ids are "qa" and "qb"), both
- * enabled
+ * Start QEMU with devices A and B on the wire, both enabled; the devices'
+ * ids are "qa" and "qb".  With @b_on_port, B sits behind a PCIe root port
+ * (id "rp0", at PAIR_PORT_DEVFN, native PCIe hotplug) and can be unplugged.
  */
 void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port);
 void pair_start(Pair *p, WirePolicy policy);
