@@ -114,6 +114,11 @@ static int qhca_qp_check_attr(struct qhca_dev *dev,
 			return -EOPNOTSUPP;
 		*hw_type = QHCA_QPT_RC;
 		break;
+	case IB_QPT_UC:
+		if (!(dev->caps & QHCA_CAP_UC))
+			return -EOPNOTSUPP;
+		*hw_type = QHCA_QPT_UC;
+		break;
 	case IB_QPT_UD:
 		if (!(dev->caps & QHCA_CAP_UD))
 			return -EOPNOTSUPP;
@@ -593,7 +598,7 @@ int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->cap.max_inline_data = qp->sq.max_inline;
 	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.depth;
 	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
-	if (qp->hw_type == QHCA_QPT_RC) {
+	if (qp->hw_type == QHCA_QPT_RC || qp->hw_type == QHCA_QPT_UC) {
 		memcpy(dgid.raw, a.dgid, sizeof(dgid.raw));
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, QHCA_PORT);
@@ -730,6 +735,7 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 			       struct qhca_send_wqe *wqe)
 {
 	bool rc = qp->hw_type == QHCA_QPT_RC;
+	bool conn = rc || qp->hw_type == QHCA_QPT_UC;
 	bool payload = true;
 
 	if (wr->send_flags & ~QHCA_SEND_FLAGS)
@@ -763,7 +769,8 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 		fallthrough;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_READ:
-		if (!rc)
+		/* UC writes, only RC reads */
+		if (!conn || (!rc && wr->opcode == IB_WR_RDMA_READ))
 			return -EINVAL;
 		wqe->opcode = wr->opcode == IB_WR_RDMA_WRITE ?
 			      QHCA_WQE_RDMA_WRITE :

@@ -608,7 +608,7 @@ static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
     a.max_eq = cpu_to_le32(QHCA_MAX_EQS - 1);
     a.max_fast_reg_pages = cpu_to_le32(QHCA_MAX_FAST_REG_PAGES);
     a.caps = cpu_to_le32(QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ |
-                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR);
+                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR | QHCA_CAP_UC);
     x->reply.device = a;
     x->resp = &x->reply.device;
     x->resp_size = sizeof(a);
@@ -820,8 +820,8 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
     QhcaQp *qp;
     int n, ret;
 
-    if (p->type != QHCA_QPT_RC && p->type != QHCA_QPT_UD &&
-        p->type != QHCA_QPT_GSI) {
+    if (p->type != QHCA_QPT_RC && p->type != QHCA_QPT_UC &&
+        p->type != QHCA_QPT_UD && p->type != QHCA_QPT_GSI) {
         QHCA_GUEST_ERROR(c, create_qp_bad_type, p->type);
         return QHCA_CMD_ERR_PARAM;
     }
@@ -917,11 +917,11 @@ static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
  */
 typedef struct QhcaQpTrans {
     bool valid;
-    uint32_t req[3];            /* indexed by qhca_qp_kind() */
-    uint32_t opt[3];
+    uint32_t req[4];            /* indexed by qhca_qp_kind() */
+    uint32_t opt[4];
 } QhcaQpTrans;
 
-enum { KIND_RC, KIND_UD, KIND_GSI };
+enum { KIND_RC, KIND_UD, KIND_GSI, KIND_UC };
 
 #define A(x) QHCA_QP_ATTR_##x
 
@@ -934,6 +934,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                 [KIND_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
                 [KIND_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
                 [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [KIND_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
             },
         },
     },
@@ -944,6 +945,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                 [KIND_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
                 [KIND_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
                 [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [KIND_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
             },
         },
         [QHCA_QPS_RTR] = {
@@ -951,9 +953,11 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
             .req = {
                 [KIND_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
                             A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
+                [KIND_UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
             },
             .opt = {
                 [KIND_RC] = A(ACCESS_FLAGS) | A(PKEY_INDEX),
+                [KIND_UC] = A(ACCESS_FLAGS) | A(PKEY_INDEX),
                 [KIND_UD] = A(PKEY_INDEX) | A(QKEY),
                 [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
             },
@@ -967,12 +971,14 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                             A(SQ_PSN) | A(MAX_QP_RD_ATOMIC),
                 [KIND_UD] = A(SQ_PSN),
                 [KIND_GSI] = A(SQ_PSN),
+                [KIND_UC] = A(SQ_PSN),
             },
             .opt = {
                 [KIND_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) |
                             A(MIN_RNR_TIMER),
                 [KIND_UD] = A(CUR_STATE) | A(QKEY),
                 [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+                [KIND_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
             },
         },
     },
@@ -984,6 +990,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                             A(MIN_RNR_TIMER),
                 [KIND_UD] = A(CUR_STATE) | A(QKEY),
                 [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+                [KIND_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
             },
         },
         [QHCA_QPS_SQD] = {
@@ -992,6 +999,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                 [KIND_RC] = A(EN_SQD_ASYNC),
                 [KIND_UD] = A(EN_SQD_ASYNC),
                 [KIND_GSI] = A(EN_SQD_ASYNC),
+                [KIND_UC] = A(EN_SQD_ASYNC),
             },
         },
     },
@@ -1003,6 +1011,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                             A(MIN_RNR_TIMER),
                 [KIND_UD] = A(CUR_STATE) | A(QKEY),
                 [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+                [KIND_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
             },
         },
         [QHCA_QPS_SQD] = {
@@ -1014,6 +1023,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
                             A(PKEY_INDEX) | A(MIN_RNR_TIMER),
                 [KIND_UD] = A(PKEY_INDEX) | A(QKEY),
                 [KIND_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [KIND_UC] = A(AV) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
             },
         },
     },
@@ -1023,6 +1033,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
             .opt = {
                 [KIND_UD] = A(CUR_STATE) | A(QKEY),
                 [KIND_GSI] = A(CUR_STATE) | A(QKEY),
+                [KIND_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
             },
         },
     },
@@ -1031,6 +1042,7 @@ static const QhcaQpTrans qhca_qp_trans[7][7] = {
 static int qhca_qp_kind(const QhcaQp *qp)
 {
     return qp->type == QHCA_QPT_RC ? KIND_RC :
+           qp->type == QHCA_QPT_UC ? KIND_UC :
            qp->type == QHCA_QPT_UD ? KIND_UD : KIND_GSI;
 }
 

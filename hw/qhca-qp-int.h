@@ -135,6 +135,7 @@ struct QhcaQpEngine {
     uint32_t epsn;
     uint32_t msn;
     bool nak_sent;
+    bool uc_drop;               /* UC: dropping until a first packet */
     bool comm_est;
     enum { RESP_IDLE, RESP_SEND, RESP_WRITE } resp;
     bool have_recv;             /* a receive WQE is in use */
@@ -219,6 +220,12 @@ static inline uint32_t qp_inflight(const QhcaQp *qp)
 static inline bool qp_is_rc(const QhcaQp *qp)
 {
     return qp->type == QHCA_QPT_RC;
+}
+
+/* RC or UC: connected to one peer QP, messages in PSN sequence */
+static inline bool qp_is_conn(const QhcaQp *qp)
+{
+    return qp->type == QHCA_QPT_RC || qp->type == QHCA_QPT_UC;
 }
 
 static inline uint32_t sq_mask(const QhcaQp *qp)

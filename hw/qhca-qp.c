@@ -358,17 +358,22 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         return;
     }
     if (pkt.op->flags & QHCA_ROCE_OPF_UD) {
-        if (qp->type == QHCA_QPT_RC) {
+        if (qp_is_conn(qp)) {
             c->stat_rx_dropped++;
-            trace_qhca_rx_drop(len, "UD packet for an RC QP");
+            trace_qhca_rx_drop(len, "UD packet for an RC or UC QP");
             return;
         }
         qhca_ud_recv(c, qp, &pkt, frame);
         return;
     }
-    if (qp->type != QHCA_QPT_RC) {
+    if (!qp_is_conn(qp)) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "RC packet for a UD QP");
+        trace_qhca_rx_drop(len, "RC or UC packet for a UD QP");
+        return;
+    }
+    if (!(pkt.op->flags & QHCA_ROCE_OPF_UC) != qp_is_rc(qp)) {
+        c->stat_rx_dropped++;
+        trace_qhca_rx_drop(len, "UC packet for an RC QP or the reverse");
         return;
     }
     if (!qhca_qp_from_path(c, qp, &pkt.hdr)) {

@@ -40,6 +40,7 @@ static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
         return true;
     case QHCA_WQE_RDMA_WRITE:
     case QHCA_WQE_RDMA_WRITE_WITH_IMM:
+        return qp_is_conn(qp);
     case QHCA_WQE_RDMA_READ:
     case QHCA_WQE_ATOMIC_CMP_AND_SWP:
     case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
@@ -101,7 +102,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
-    if (!qp_is_rc(qp) && *len > 4096) {
+    if (!qp_is_conn(qp) && *len > 4096) {
         return QHCA_CQE_LOC_LEN_ERR;
     }
     return 0;
@@ -561,7 +562,63 @@ static int rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     return rc_send_data(c, qp, w, addr, sge, st, &h, len, budget);
 }
 
-/* Start WQE @w at req_idx: its state, and for RC its PSNs */
+/*
+ * UC SEND and RDMA WRITE: RC's packets with UC opcodes, without AckReq,
+ * window or timer: nothing is ever acknowledged, so the WQE is complete
+ * once its last packet is on the wire (IBA 9.8.3)
+ */
+static int uc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
+                       uint64_t addr, const struct qhca_sge *sge,
+                       uint64_t len, unsigned *budget)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *st = &e->wqe[e->req_idx & sq_mask(qp)];
+    uint32_t mtu = qp_mtu(qp);
+    QhcaRoceHdr h = { 0 };
+
+    if (!qhca_rc_addr(c, qp, &h)) {
+        qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
+        return SEND_FAILED;
+    }
+    do {
+        bool first = e->req_off == 0;
+        uint32_t n = MIN(len - e->req_off, mtu);
+        bool last = e->req_off + n == len;
+        int off;
+
+        if (!*budget) {
+            return SEND_BUDGET;
+        }
+        memset(&h.reth, 0, sizeof(h.reth));
+        h.opcode = QHCA_ROCE_OP_UC_BASE + rc_opcode(w->opcode, first, last);
+        h.psn = psn_add(st->first_psn, e->req_off / mtu);
+        h.se = last && (w->flags & QHCA_WQE_SOLICITED);
+        if (first && (w->opcode == QHCA_WQE_RDMA_WRITE ||
+                      w->opcode == QHCA_WQE_RDMA_WRITE_WITH_IMM)) {
+            h.reth.va = le64_to_cpu(w->rdma.remote_addr);
+            h.reth.rkey = le32_to_cpu(w->rdma.rkey);
+            h.reth.dma_len = len;
+        }
+        h.imm = ldl_be_p(w->imm_data);
+        off = qhca_frame_start(c, &h, n);
+        if (off < 0) {
+            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
+            return SEND_FAILED;
+        }
+        if (gather(c, qp, w, addr, sge, e->req_off, c->txbuf + off, n) !=
+            SGE_OK) {
+            qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_PROT_ERR);
+            return SEND_FAILED;
+        }
+        qhca_frame_send(c, &h, n);
+        e->req_off += n;
+        (*budget)--;
+    } while (e->req_off < len);
+    qhca_wqe_done(qp, e->req_idx, QHCA_CQE_SUCCESS);
+    return SEND_DONE;
+}
+
+/* Start WQE @w at req_idx: its state, and for RC and UC its PSNs */
 static void req_start(QhcaQp *qp, QhcaWqeState *st,
                       const struct qhca_send_wqe *w, uint64_t len,
                       uint64_t fingerprint)
@@ -574,7 +631,7 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
     st->signaled = w->flags & QHCA_WQE_SIGNALED;
     st->byte_len = len;
     st->fingerprint = fingerprint;
-    if (qp_is_rc(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
+    if (qp_is_conn(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
         w->opcode != QHCA_WQE_REG_MR) {
         uint32_t npsn = 1;
 
@@ -702,7 +759,7 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
                 budget--;
                 continue;
             }
-            if (!qp_is_rc(qp)) {
+            if (!qp_is_conn(qp)) {
                 qhca_wqe_done(qp, e->req_idx,
                               ud_send(c, qp, &w, addr, sge, len));
                 e->req_idx++;
@@ -721,12 +778,14 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
             trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
                                  w.num_sge, e->req_off);
         }
-        switch (rc_send_wqe(c, qp, &w, addr, sge, len, &budget)) {
+        status = qp_is_rc(qp) ? rc_send_wqe(c, qp, &w, addr, sge, len, &budget) :
+                 uc_send_wqe(c, qp, &w, addr, sge, len, &budget);
+        switch (status) {
         case SEND_DONE:
             st->sent_once = true;
             e->req_idx++;
             e->req_off = 0;
-            if (e->deadline < 0) {
+            if (qp_is_rc(qp) && e->deadline < 0) {
                 qhca_qp_arm_timer(c, qp);
             }
             continue;

@@ -117,16 +117,43 @@ void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
     }
     e->have_recv = false;
     if (!qhca_post_cqe(c, qp->recv_cqn, &cqe) ||
-        (status != QHCA_CQE_SUCCESS && qp_is_rc(qp))) {
+        (status != QHCA_CQE_SUCCESS && qp_is_conn(qp))) {
         qhca_qp_to_err(c, qp);
     }
 }
 
-/* A class C/D responder error: NAK, report, QP to ERR */
+/*
+ * UC: the message in progress is dropped, and what follows of it; a
+ * receive WQE it had taken stays for the next message (nothing of the
+ * dropped one completes)
+ */
+static void uc_drop_msg(QhcaQp *qp, uint32_t psn, const char *why)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    trace_qhca_uc_drop(qp->qpn, psn, why);
+    e->uc_drop = true;
+    e->resp = RESP_IDLE;
+    e->recv_off = 0;
+}
+
+/*
+ * A class C/D responder error: NAK, report, QP to ERR.  UC answers
+ * nothing: an error of the request drops its message, an error of the
+ * responder itself (NAK_REMOTE_OP: its receive WQE or memory failed) ends
+ * the QP as in RC.
+ */
 static void resp_error(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t nak,
                        uint8_t event)
 {
-    send_ack(c, qp, psn, QHCA_ROCE_AETH_NAK | nak);
+    if (!qp_is_rc(qp) && nak != QHCA_ROCE_NAK_REMOTE_OP) {
+        uc_drop_msg(qp, psn, nak == QHCA_ROCE_NAK_REMOTE_ACCESS ?
+                    "remote access error" : "invalid request");
+        return;
+    }
+    if (qp_is_rc(qp)) {
+        send_ack(c, qp, psn, QHCA_ROCE_AETH_NAK | nak);
+    }
     qhca_post_async(c, event, qp->qpn);
     trace_qhca_resp_error(qp->qpn, psn, nak);
     qhca_qp_to_err(c, qp);
@@ -177,10 +204,19 @@ static void respq_push(QhcaCore *c, QhcaQp *qp, QhcaRespQEntry ent)
     qp_schedule(c);
 }
 
-/* ACK or NAK @psn: now if nothing is waiting, else behind what waits */
+/*
+ * ACK or NAK @psn: now if nothing is waiting, else behind what waits.  UC
+ * is never answered: an RNR drops its message.
+ */
 static void resp_queue_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
                            uint8_t syndrome)
 {
+    if (!qp_is_rc(qp)) {
+        if ((syndrome & QHCA_ROCE_AETH_TYPE_MASK) == QHCA_ROCE_AETH_RNR_NAK) {
+            uc_drop_msg(qp, psn, "no receive WQE");
+        }
+        return;
+    }
     if (!qp->eng->respq_count) {
         send_ack(c, qp, psn, syndrome);
         return;
@@ -466,6 +502,28 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     const QhcaRoceHdr *h = &pkt->hdr;
     int32_t d = psn_diff(h->psn, e->epsn);
 
+    if (!qp_is_rc(qp)) {
+        /*
+         * UC has no duplicates and no NAKs: a packet other than the
+         * expected one means packets were lost, and the message they
+         * belonged to is dropped; a first packet starts the next message
+         * at its own PSN
+         */
+        if (d != 0 && !e->uc_drop) {
+            c->stat_seq_errors++;
+            uc_drop_msg(qp, h->psn, "PSN not the expected one");
+        }
+        if (e->uc_drop) {
+            if (!(pkt->op->flags & QHCA_ROCE_OPF_FIRST)) {
+                trace_qhca_rx_drop(pkt->frame_len,
+                                   "UC: the rest of a dropped message");
+                return false;
+            }
+            e->uc_drop = false;
+            e->epsn = h->psn;
+        }
+        return true;
+    }
     if (d > 0) {
         c->stat_seq_errors++;
         if (!e->nak_sent) {
@@ -556,7 +614,8 @@ static bool resp_exec_send(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     uint32_t extra = 0;
     int r;
 
-    if ((f & QHCA_ROCE_OPF_FIRST) && !take_recv(c, qp)) {
+    /* a UC receive WQE kept from a dropped message takes this one */
+    if ((f & QHCA_ROCE_OPF_FIRST) && !e->have_recv && !take_recv(c, qp)) {
         resp_queue_ack(c, qp, h->psn, QHCA_ROCE_AETH_RNR_NAK |
                        (qp->attr.min_rnr_timer & QHCA_ROCE_AETH_VALUE_MASK));
         trace_qhca_rnr(qp->qpn, h->psn);
@@ -756,7 +815,7 @@ static void resp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     }
 }
 
-/* An RC request packet for @qp */
+/* An RC or UC request packet for @qp */
 void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                     const uint8_t *frame)
 {

@@ -136,6 +136,7 @@ static const uint8_t qhca_roce_ext_len[QHCA_ROCE_EXT_COUNT] = {
 #define REQ         (OPF(REQUEST))
 #define RSP         (OPF(RESPONSE))
 #define PAY         (OPF(PAYLOAD))
+#define UCREQ       (OPF(REQUEST) | OPF(UC))
 
 #define OP0(nm, fl) \
     { .name = nm, .flags = (fl), .ext_len = 0, .n_ext = 0 }
@@ -215,6 +216,39 @@ static const QhcaRoceOpInfo qhca_roce_ops[256] = {
         OP1("RC_SEND_ONLY_WITH_INVALIDATE",
             REQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST) | OPF(INV),
             IETH),
+    /* UC: SEND and RDMA WRITE as in RC, never acknowledged */
+    [QHCA_ROCE_OP_UC_SEND_FIRST] =
+        OP0("UC_SEND_FIRST", UCREQ | PAY | OPF(SEND) | OPF(FIRST)),
+    [QHCA_ROCE_OP_UC_SEND_MIDDLE] =
+        OP0("UC_SEND_MIDDLE", UCREQ | PAY | OPF(SEND)),
+    [QHCA_ROCE_OP_UC_SEND_LAST] =
+        OP0("UC_SEND_LAST", UCREQ | PAY | OPF(SEND) | OPF(LAST)),
+    [QHCA_ROCE_OP_UC_SEND_LAST_IMM] =
+        OP1("UC_SEND_LAST_WITH_IMMEDIATE",
+            UCREQ | PAY | OPF(SEND) | OPF(LAST) | OPF(IMM), IMMDT),
+    [QHCA_ROCE_OP_UC_SEND_ONLY] =
+        OP0("UC_SEND_ONLY", UCREQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST)),
+    [QHCA_ROCE_OP_UC_SEND_ONLY_IMM] =
+        OP1("UC_SEND_ONLY_WITH_IMMEDIATE",
+            UCREQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST) | OPF(IMM),
+            IMMDT),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_FIRST] =
+        OP1("UC_RDMA_WRITE_FIRST", UCREQ | PAY | OPF(WRITE) | OPF(FIRST),
+            RETH),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_MIDDLE] =
+        OP0("UC_RDMA_WRITE_MIDDLE", UCREQ | PAY | OPF(WRITE)),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_LAST] =
+        OP0("UC_RDMA_WRITE_LAST", UCREQ | PAY | OPF(WRITE) | OPF(LAST)),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_LAST_IMM] =
+        OP1("UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+            UCREQ | PAY | OPF(WRITE) | OPF(LAST) | OPF(IMM), IMMDT),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY] =
+        OP1("UC_RDMA_WRITE_ONLY",
+            UCREQ | PAY | OPF(WRITE) | OPF(FIRST) | OPF(LAST), RETH),
+    [QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY_IMM] =
+        OP2("UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+            UCREQ | PAY | OPF(WRITE) | OPF(FIRST) | OPF(LAST) | OPF(IMM),
+            RETH, IMMDT),
     [QHCA_ROCE_OP_UD_SEND_ONLY] =
         OP1("UD_SEND_ONLY",
             REQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST) | OPF(UD), DETH),
@@ -228,6 +262,7 @@ static const QhcaRoceOpInfo qhca_roce_ops[256] = {
 #undef OP1
 #undef OP2
 #undef PAY
+#undef UCREQ
 #undef RSP
 #undef REQ
 #undef OPF

@@ -100,6 +100,18 @@ typedef enum QhcaRoceOpcode {
     QHCA_ROCE_OP_RC_FETCH_ADD                 = 0x14,
     QHCA_ROCE_OP_RC_SEND_LAST_INV             = 0x16,
     QHCA_ROCE_OP_RC_SEND_ONLY_INV             = 0x17,
+    QHCA_ROCE_OP_UC_SEND_FIRST                = 0x20,
+    QHCA_ROCE_OP_UC_SEND_MIDDLE               = 0x21,
+    QHCA_ROCE_OP_UC_SEND_LAST                 = 0x22,
+    QHCA_ROCE_OP_UC_SEND_LAST_IMM             = 0x23,
+    QHCA_ROCE_OP_UC_SEND_ONLY                 = 0x24,
+    QHCA_ROCE_OP_UC_SEND_ONLY_IMM             = 0x25,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_FIRST          = 0x26,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_MIDDLE         = 0x27,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_LAST           = 0x28,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_LAST_IMM       = 0x29,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY           = 0x2a,
+    QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY_IMM       = 0x2b,
     QHCA_ROCE_OP_UD_SEND_ONLY                 = 0x64,
     QHCA_ROCE_OP_UD_SEND_ONLY_IMM             = 0x65,
 } QhcaRoceOpcode;
@@ -133,6 +145,13 @@ typedef enum QhcaRoceExt {
 #define QHCA_ROCE_OPF_IMM       (1u << 10)  /* carries ImmDt */
 #define QHCA_ROCE_OPF_INV       (1u << 11)  /* carries IETH */
 #define QHCA_ROCE_OPF_UD        (1u << 12)  /* UD transport (DETH) */
+#define QHCA_ROCE_OPF_UC        (1u << 13)  /* UC transport */
+
+/*
+ * A UC request opcode is the RC opcode of the same SEND or RDMA WRITE
+ * packet plus this (IBA table 38: RC 0x00-0x0b, UC 0x20-0x2b)
+ */
+#define QHCA_ROCE_OP_UC_BASE    0x20
 
 typedef struct QhcaRoceOpInfo {
     const char *name;           /* e.g. "RC_SEND_FIRST" */

@@ -113,6 +113,7 @@ typedef uint64_t qhca_le64;
 #define QHCA_CAP_SRQ			(1u << 2)
 #define QHCA_CAP_ATOMIC			(1u << 3)
 #define QHCA_CAP_FRMR			(1u << 4)
+#define QHCA_CAP_UC			(1u << 5)
 
 #define QHCA_STATUS_READY		(1u << 0)	/* CTRL.ENABLE and queues set up */
 #define QHCA_STATUS_FATAL		(1u << 1)	/* needs a reset */
@@ -332,6 +333,7 @@ struct qhca_cmd_create_cq {
 
 enum qhca_qp_type {
 	QHCA_QPT_RC			= 2,
+	QHCA_QPT_UC			= 3,	/* SEND and RDMA WRITE, no ACKs */
 	QHCA_QPT_UD			= 4,
 	QHCA_QPT_GSI			= 1,	/* QP1; at most one */
 };

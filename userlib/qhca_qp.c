@@ -172,7 +172,8 @@ int qhca_check_qp_attr(struct qhca_context *ctx,
 	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
 		verbs_err(&ctx->ibv_ctx, "qhca: unsupported QP type %d\n",
 			  attr->qp_type);
 		return EOPNOTSUPP;

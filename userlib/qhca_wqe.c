@@ -116,8 +116,19 @@ int qhca_wr_opcode(enum ibv_wr_opcode op, enum ibv_qp_type qp_type,
 		break;
 	}
 
-	if (qp_type != IBV_QPT_RC)
+	if (qp_type == IBV_QPT_UC) {
+		/* UC: RDMA WRITE and local invalidation beside SEND */
+		switch (op) {
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_LOCAL_INV:
+			break;
+		default:
+			return EINVAL;
+		}
+	} else if (qp_type != IBV_QPT_RC) {
 		return EINVAL;
+	}
 
 	switch (op) {
 	case IBV_WR_RDMA_WRITE:
@@ -158,6 +169,11 @@ uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+	case IBV_QPT_UC:
+		return IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_LOCAL_INV;
 	case IBV_QPT_UD:
 		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	default:

@@ -1681,9 +1681,30 @@ static void test_create_validation(void)
 	qattr.comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
 
 	qattr.qp_type = IBV_QPT_UC;
+	qattr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	ok(qhca_check_qp_attr(ctx, &qattr) == 0,
+	   "create_qp_ex: a UC QP with SEND and RDMA WRITE passes the provider's checks");
+	qattr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ;
 	errno = 0;
 	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
-	   "create_qp_ex: UC QPs are EOPNOTSUPP");
+	   "create_qp_ex: RDMA_READ in send_ops_flags of a UC QP is EOPNOTSUPP");
+	{
+		uint8_t hw = 0xff;
+
+		ok(qhca_wr_opcode(IBV_WR_RDMA_WRITE_WITH_IMM, IBV_QPT_UC, &hw) == 0 &&
+		   hw == QHCA_WQE_RDMA_WRITE_WITH_IMM &&
+		   qhca_wr_opcode(IBV_WR_RDMA_READ, IBV_QPT_UC, &hw) == EINVAL &&
+		   qhca_wr_opcode(IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_QPT_UC, &hw) == EINVAL &&
+		   qhca_wr_opcode(IBV_WR_SEND_WITH_INV, IBV_QPT_UC, &hw) == EINVAL &&
+		   qhca_wr_opcode(IBV_WR_RDMA_WRITE, IBV_QPT_UD, &hw) == EINVAL,
+		   "wr opcodes: a UC QP writes, it does not read, do atomics or send with invalidate");
+	}
+	qattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	qattr.qp_type = IBV_QPT_XRC_SEND;
+	errno = 0;
+	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
+	   "create_qp_ex: XRC QPs are EOPNOTSUPP");
 
 	qattr.qp_type = IBV_QPT_RC;
 	qattr.cap.max_send_sge = QHCA_MAX_SGE + 1;

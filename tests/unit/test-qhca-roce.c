@@ -462,11 +462,17 @@ static void test_icrc_scapy_uc(void)
     CHECK_EQ(qhca_roce_icrc(scapy_uc_frame, SCAPY_UC_LEN),
              get_le32(scapy_uc_frame + SCAPY_UC_LEN - 4));
     /*
-     * Its non-zero UDP checksum is right (checked before the opcode, which
-     * we do not support: UC), and a wrong one is caught.
+     * A frame from another implementation that the device takes: a UC
+     * SEND_ONLY to QP 211 at PSN 13571856 with 18 bytes (its pad count 2
+     * dropped), its non-zero UDP checksum right; a wrong one is caught.
      */
-    CHECK_EQ(parse_exact(scapy_uc_frame, len, &pkt),
-             QHCA_ROCE_ERR_BAD_OPCODE);
+    CHECK_EQ(parse_exact(scapy_uc_frame, len, &pkt), QHCA_ROCE_OK);
+    CHECK_EQ(pkt.hdr.opcode, QHCA_ROCE_OP_UC_SEND_ONLY);
+    CHECK(pkt.op->flags & QHCA_ROCE_OPF_UC);
+    CHECK_EQ(pkt.hdr.dest_qp, 211);
+    CHECK_EQ(pkt.hdr.psn, 13571856);
+    CHECK_EQ(pkt.payload_len, 18);
+    CHECK_EQ(pkt.frame_len, SCAPY_UC_LEN);
     memcpy(f, scapy_uc_frame, len);
     f[34 + 7] ^= 0x10;
     CHECK_EQ(parse_exact(f, len, &pkt), QHCA_ROCE_ERR_UDP_CSUM);
@@ -534,6 +540,19 @@ static const struct {
     { 0x14, false, 1, { QHCA_ROCE_EXT_ATOMIC_ETH }, 28 },
     { 0x16, true, 1, { QHCA_ROCE_EXT_IETH }, 4 },
     { 0x17, true, 1, { QHCA_ROCE_EXT_IETH }, 4 },
+    /* UC (IBA table 38): SEND and RDMA WRITE only */
+    { 0x20, true, 0, { 0 }, 0 },
+    { 0x21, true, 0, { 0 }, 0 },
+    { 0x22, true, 0, { 0 }, 0 },
+    { 0x23, true, 1, { QHCA_ROCE_EXT_IMMDT }, 4 },
+    { 0x24, true, 0, { 0 }, 0 },
+    { 0x25, true, 1, { QHCA_ROCE_EXT_IMMDT }, 4 },
+    { 0x26, true, 1, { QHCA_ROCE_EXT_RETH }, 16 },
+    { 0x27, true, 0, { 0 }, 0 },
+    { 0x28, true, 0, { 0 }, 0 },
+    { 0x29, true, 1, { QHCA_ROCE_EXT_IMMDT }, 4 },
+    { 0x2a, true, 1, { QHCA_ROCE_EXT_RETH }, 16 },
+    { 0x2b, true, 2, { QHCA_ROCE_EXT_RETH, QHCA_ROCE_EXT_IMMDT }, 20 },
     { 0x64, true, 1, { QHCA_ROCE_EXT_DETH }, 8 },
     { 0x65, true, 2, { QHCA_ROCE_EXT_DETH, QHCA_ROCE_EXT_IMMDT }, 12 },
 };
@@ -581,7 +600,18 @@ static void test_opcode_table(void)
                  !!(op->flags & QHCA_ROCE_OPF_RESPONSE), 1);
     }
     CHECK(qhca_roce_op_info(0x15) == NULL);     /* reserved */
-    CHECK(qhca_roce_op_info(0x24) == NULL);     /* UC: unsupported */
+    CHECK(qhca_roce_op_info(0x2c) == NULL);     /* UC: no READ */
+    CHECK(qhca_roce_op_info(0x24) != NULL);     /* UC SEND_ONLY */
+    for (i = QHCA_ROCE_OP_UC_SEND_FIRST;
+         i <= QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY_IMM; i++) {
+        const QhcaRoceOpInfo *uc = qhca_roce_op_info(i);
+        const QhcaRoceOpInfo *rc = qhca_roce_op_info(i - QHCA_ROCE_OP_UC_BASE);
+
+        /* a UC opcode is its RC twin's packet, UC, never acknowledged */
+        CHECK(uc && rc);
+        CHECK_EQ(uc->flags, rc->flags | QHCA_ROCE_OPF_UC);
+        CHECK_EQ(uc->ext_len, rc->ext_len);
+    }
     CHECK(qhca_roce_op_info(0x81) == NULL);     /* CNP */
 }
 
@@ -847,7 +877,7 @@ static void test_build_errors(void)
     CHECK_EQ(qhca_roce_build(buf, 256, &h, NULL, 0),
              -QHCA_ROCE_ERR_BAD_OPCODE);
     CHECK_EQ(qhca_roce_frame_len(0x15, 0), 0);
-    h.opcode = 0x24;
+    h.opcode = 0x2c;                        /* UC has no READ */
     CHECK_EQ(qhca_roce_build(buf, 256, &h, NULL, 0),
              -QHCA_ROCE_ERR_BAD_OPCODE);
 
@@ -1035,7 +1065,7 @@ static void test_parse_errors(void)
     /* Opcodes we do not take, even with a right ICRC */
     make_base(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
     {
-        static const uint8_t bad_ops[] = { 0x15, 0x18, 0x1f, 0x20, 0x24,
+        static const uint8_t bad_ops[] = { 0x15, 0x18, 0x1f, 0x2c, 0x2f,
                                            0x40, 0x60, 0x63, 0x66, 0x81,
                                            0xff };
         size_t i;
@@ -1138,7 +1168,8 @@ static void test_parse_trailer(void)
     }
     /* The reference UC frame ends in 4 bytes of Ethernet padding */
     CHECK_EQ(parse_exact(scapy_uc_frame, sizeof(scapy_uc_frame), &pkt),
-             QHCA_ROCE_ERR_BAD_OPCODE);
+             QHCA_ROCE_OK);
+    CHECK_EQ(pkt.frame_len, SCAPY_UC_LEN);
 }
 
 /* Every frame shorter than its IP datagram is rejected, without overread */
