@@ -616,7 +616,11 @@ static void test_cmd_qp_create_bad(void *obj, void *data,
     struct qhca_cmd_create_qp q;
 
     qp_fixture(&f, obj, QHCA_QPT_UD);
-    q = qhca_qp_desc(f.d, 3, f.pdn, f.cqn, NULL, NULL);
+    /* QP types the hardware contract does not define */
+    q = qhca_qp_desc(f.d, 0, f.pdn, f.cqn, NULL, NULL);
+    g_assert_cmpint(qhca_cmd_post(f.d, QHCA_CMD_CREATE_QP, &q, sizeof(q), NULL),
+                    ==, QHCA_CMD_ERR_PARAM);
+    q.type = QHCA_QPT_UD + 1;
     g_assert_cmpint(qhca_cmd_post(f.d, QHCA_CMD_CREATE_QP, &q, sizeof(q), NULL),
                     ==, QHCA_CMD_ERR_PARAM);
     q = qhca_qp_desc(f.d, QHCA_QPT_RC, f.pdn, f.cqn + 5, NULL, NULL);
