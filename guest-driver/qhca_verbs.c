@@ -113,7 +113,8 @@ static int qhca_query_device(struct ib_device *ibdev,
 	attr->max_qp_wr = dev->max_qp_wr;
 	attr->device_cap_flags = IB_DEVICE_CURR_QP_STATE_MOD |
 				 IB_DEVICE_RC_RNR_NAK_GEN |
-				 IB_DEVICE_SYS_IMAGE_GUID;
+				 IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_PORT_ACTIVE_EVENT;
 	if (dev->caps & QHCA_CAP_FRMR)
 		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	attr->max_send_sge = min_t(u32, le32_to_cpu(a->max_sge),

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca-verbs-caps: are the capabilities a device reports true, and does
+ * every verb it does not support fail with EOPNOTSUPP at once?
+ *
+ *   qhca-verbs-caps [-d DEVICE] [-g GID_INDEX]
+ *
+ * Reported limits are tried at the limit (must work) and one past it (must
+ * fail); capability flags and the features the device lacks (ODP,
+ * completion timestamps, memory windows, ...) are checked against what the
+ * device does; unsupported verbs must return EOPNOTSUPP. One line per
+ * check, "ok - caps: ..." or "not ok - caps: ...", as the guest tests
+ * print them. Exit status 1 if any check failed.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+static int failed;
+
+static void result(int ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - caps: %s", ok ? "ok" : "not ok", name);
+	if (!ok && fmt) {
+		printf(" (");
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf(")");
+	}
+	printf("\n");
+	if (!ok)
+		failed = 1;
+}
+
+/* The errno of a call that returned a pointer: 0 if it succeeded */
+#define PTR_ERR(p) ((p) ? 0 : (errno ? errno : -1))
+
+static void expect_eopnotsupp(const char *name, int err)
+{
+	result(err == EOPNOTSUPP, name, "returned %d (%s), not EOPNOTSUPP",
+	       err, err > 0 ? strerror(err) : "success");
+}
+
+static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+			    uint32_t wr, uint32_t sge)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = wr, .max_recv_wr = 1,
+			 .max_send_sge = sge, .max_recv_sge = 1 },
+	};
+
+	errno = 0;
+	return ibv_create_qp(pd, &a);
+}
+
+/* Bring @qp to RTS connected to itself, with @rd READ/atomic credits */
+static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
+		     uint8_t rd)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_READ,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = rd;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
+			 const struct ibv_device_attr *d, int gidx,
+			 union ibv_gid *gid)
+{
+	struct ibv_cq *cq, *big;
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sa = {};
+	int err;
+
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!cq) {
+		result(0, "a CQ for the limit checks", "errno %d", errno);
+		return;
+	}
+
+	errno = 0;
+	big = ibv_create_cq(ctx, d->max_cqe, NULL, NULL, 0);
+	result(big != NULL, "a CQ of max_cqe entries", "max_cqe %d: errno %d",
+	       d->max_cqe, errno);
+	if (big)
+		ibv_destroy_cq(big);
+	errno = 0;
+	big = ibv_create_cq(ctx, d->max_cqe + 1, NULL, NULL, 0);
+	result(!big, "a CQ of max_cqe + 1 entries is refused", "max_cqe %d",
+	       d->max_cqe);
+	if (big)
+		ibv_destroy_cq(big);
+
+	qp = rc_qp(pd, cq, d->max_qp_wr, 1);
+	result(qp != NULL, "an RC QP of max_qp_wr send WRs",
+	       "max_qp_wr %d: errno %d", d->max_qp_wr, errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qp = rc_qp(pd, cq, d->max_qp_wr + 1, 1);
+	result(!qp, "an RC QP of max_qp_wr + 1 send WRs is refused",
+	       "max_qp_wr %d", d->max_qp_wr);
+	if (qp)
+		ibv_destroy_qp(qp);
+
+	qp = rc_qp(pd, cq, 4, d->max_sge);
+	result(qp != NULL, "an RC QP with max_sge SGEs", "max_sge %d: errno %d",
+	       d->max_sge, errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qp = rc_qp(pd, cq, 4, d->max_sge + 1);
+	result(!qp, "an RC QP with max_sge + 1 SGEs is refused", "max_sge %d",
+	       d->max_sge);
+	if (qp)
+		ibv_destroy_qp(qp);
+
+	sa.attr.max_wr = d->max_srq_wr;
+	sa.attr.max_sge = d->max_srq_sge;
+	errno = 0;
+	srq = ibv_create_srq(pd, &sa);
+	result(srq != NULL, "an SRQ of max_srq_wr WRs and max_srq_sge SGEs",
+	       "%d/%d: errno %d", d->max_srq_wr, d->max_srq_sge, errno);
+	if (srq) {
+		struct ibv_srq_attr ra = { .max_wr = d->max_srq_wr / 2 };
+
+		/* resizing an SRQ: not supported */
+		expect_eopnotsupp("ibv_modify_srq(IBV_SRQ_MAX_WR) (SRQ resize)",
+				  ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR));
+		ibv_destroy_srq(srq);
+	}
+	sa.attr.max_wr = d->max_srq_wr + 1;
+	srq = ibv_create_srq(pd, &sa);
+	result(!srq, "an SRQ of max_srq_wr + 1 WRs is refused",
+	       "max_srq_wr %d", d->max_srq_wr);
+	if (srq)
+		ibv_destroy_srq(srq);
+
+	/* READ/atomic credits as requester: max_qp_init_rd_atom and one more */
+	qp = rc_qp(pd, cq, 4, 1);
+	if (qp) {
+		err = qp_to_rts(qp, gidx, gid, d->max_qp_init_rd_atom);
+		result(!err, "an RC QP to RTS with max_qp_init_rd_atom credits",
+		       "%d: %s", d->max_qp_init_rd_atom, strerror(err));
+		ibv_destroy_qp(qp);
+	}
+	qp = rc_qp(pd, cq, 4, 1);
+	if (qp) {
+		err = qp_to_rts(qp, gidx, gid, d->max_qp_init_rd_atom + 1);
+		result(err != 0,
+		       "an RC QP to RTS with max_qp_init_rd_atom + 1 credits is refused",
+		       "%d", d->max_qp_init_rd_atom);
+		ibv_destroy_qp(qp);
+	}
+	ibv_destroy_cq(cq);
+}
+
+static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	static char buf[8192];
+	struct ibv_cq_init_attr_ex cqa = {
+		.cqe = 16,
+		.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+	};
+	struct ibv_qp_init_attr qa = { .cap = { 1, 1, 1, 1, 0 } };
+	struct ibv_qp_init_attr_ex qx = {};
+	struct ibv_values_ex rt = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	struct ibv_alloc_dm_attr dma = { .length = 4096 };
+	struct ibv_td_init_attr tda = {};
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	struct ibv_wq_init_attr wa = {
+		.wq_type = IBV_WQT_RQ, .max_wr = 1, .max_sge = 1,
+	};
+	struct ibv_counters_init_attr ca = {};
+	union ibv_gid mgid = { .raw = { 0xff, 0x0e } };
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_cq_ex *cqx;
+
+	errno = 0;
+	expect_eopnotsupp("ibv_alloc_mw(IBV_MW_TYPE_1)",
+			  PTR_ERR(ibv_alloc_mw(pd, IBV_MW_TYPE_1)));
+	errno = 0;
+	expect_eopnotsupp("ibv_alloc_mw(IBV_MW_TYPE_2)",
+			  PTR_ERR(ibv_alloc_mw(pd, IBV_MW_TYPE_2)));
+
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!cq) {
+		result(0, "a CQ for the unsupported-verb checks", "errno %d",
+		       errno);
+		return;
+	}
+	expect_eopnotsupp("ibv_resize_cq", ibv_resize_cq(cq, 64));
+
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &cqa);
+	expect_eopnotsupp("ibv_create_cq_ex with completion timestamps",
+			  PTR_ERR(cqx));
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_UC;
+	errno = 0;
+	qp = ibv_create_qp(pd, &qa);
+	result(qp != NULL, "ibv_create_qp(IBV_QPT_UC) (UC is supported)",
+	       "errno %d", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qa.qp_type = IBV_QPT_RAW_PACKET;
+	errno = 0;
+	qp = ibv_create_qp(pd, &qa);
+	expect_eopnotsupp("ibv_create_qp(IBV_QPT_RAW_PACKET)", PTR_ERR(qp));
+	if (qp)
+		ibv_destroy_qp(qp);
+	qx.qp_type = IBV_QPT_XRC_SEND;
+	qx.send_cq = cq;
+	qx.recv_cq = cq;
+	qx.cap = qa.cap;
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qx.pd = pd;
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	expect_eopnotsupp("ibv_create_qp_ex(IBV_QPT_XRC_SEND)", PTR_ERR(qp));
+	if (qp)
+		ibv_destroy_qp(qp);
+	qx.qp_type = IBV_QPT_RC;
+	qx.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qx.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	expect_eopnotsupp("ibv_create_qp_ex with IBV_QP_EX_WITH_BIND_MW",
+			  PTR_ERR(qp));
+	if (qp)
+		ibv_destroy_qp(qp);
+	qx.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	qx.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	qx.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	expect_eopnotsupp("ibv_create_qp_ex with IBV_QP_CREATE_SCATTER_FCS",
+			  PTR_ERR(qp));
+	if (qp)
+		ibv_destroy_qp(qp);
+
+	qa.qp_type = IBV_QPT_UD;
+	qp = ibv_create_qp(pd, &qa);
+	if (qp) {
+		expect_eopnotsupp("ibv_attach_mcast",
+				  ibv_attach_mcast(qp, &mgid, 0));
+		ibv_destroy_qp(qp);
+	} else {
+		result(0, "a UD QP for ibv_attach_mcast", "errno %d", errno);
+	}
+
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, sizeof(buf),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	expect_eopnotsupp("ibv_reg_mr(IBV_ACCESS_ON_DEMAND)", PTR_ERR(mr));
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (mr) {
+		errno = 0;
+		ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+		expect_eopnotsupp("ibv_rereg_mr", errno);
+		ibv_dereg_mr(mr);
+	} else {
+		result(0, "an MR for ibv_rereg_mr", "errno %d", errno);
+	}
+
+	errno = 0;
+	expect_eopnotsupp("ibv_alloc_dm", PTR_ERR(ibv_alloc_dm(ctx, &dma)));
+	errno = 0;
+	expect_eopnotsupp("ibv_alloc_td", PTR_ERR(ibv_alloc_td(ctx, &tda)));
+	errno = 0;
+	expect_eopnotsupp("ibv_open_xrcd", PTR_ERR(ibv_open_xrcd(ctx, &xa)));
+	wa.pd = pd;
+	wa.cq = cq;
+	errno = 0;
+	expect_eopnotsupp("ibv_create_wq", PTR_ERR(ibv_create_wq(ctx, &wa)));
+	errno = 0;
+	expect_eopnotsupp("ibv_create_counters",
+			  PTR_ERR(ibv_create_counters(ctx, &ca)));
+	expect_eopnotsupp("ibv_query_rt_values_ex (no device clock)",
+			  ibv_query_rt_values_ex(ctx, &rt));
+	ibv_destroy_cq(cq);
+}
+
+int main(int argc, char **argv)
+{
+	const char *want = NULL;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr_ex dx = {};
+	struct ibv_port_attr pa;
+	struct ibv_pd *pd;
+	union ibv_gid gid;
+	int i, n, gidx = 1, opt;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			want = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+		else
+			return 2;
+	}
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++) {
+		if (!want || !strcmp(ibv_get_device_name(list[i]), want)) {
+			ctx = ibv_open_device(list[i]);
+			break;
+		}
+	}
+	if (!ctx) {
+		result(0, "open the device", "%s", want ? want : "none found");
+		return 1;
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (ibv_query_device_ex(ctx, NULL, &dx) || !pd ||
+	    ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gidx, &gid)) {
+		result(0, "query device, port and GID", "errno %d", errno);
+		return 1;
+	}
+
+	/* what the device does */
+	result(dx.orig_attr.atomic_cap == IBV_ATOMIC_HCA,
+	       "atomic_cap is IBV_ATOMIC_HCA (atomics executed by the device)",
+	       "%d", dx.orig_attr.atomic_cap);
+	result(dx.orig_attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN,
+	       "IBV_DEVICE_RC_RNR_NAK_GEN set", "flags %#x",
+	       dx.orig_attr.device_cap_flags);
+	result(dx.orig_attr.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT,
+	       "IBV_DEVICE_PORT_ACTIVE_EVENT set (the device reports port events)",
+	       "flags %#x", dx.orig_attr.device_cap_flags);
+	/* what it does not */
+	result(!(dx.orig_attr.device_cap_flags &
+		 (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+		  IBV_DEVICE_MEM_WINDOW_TYPE_2B)),
+	       "no memory-window flag (no memory windows)", "flags %#x",
+	       dx.orig_attr.device_cap_flags);
+	result(!(dx.orig_attr.device_cap_flags & IBV_DEVICE_RESIZE_MAX_WR),
+	       "IBV_DEVICE_RESIZE_MAX_WR clear (no QP resize)", "flags %#x",
+	       dx.orig_attr.device_cap_flags);
+	result(!dx.odp_caps.general_caps && !dx.odp_caps.per_transport_caps.rc_odp_caps &&
+	       !dx.odp_caps.per_transport_caps.ud_odp_caps,
+	       "no on-demand paging capability", "general %#llx rc %#x",
+	       (unsigned long long)dx.odp_caps.general_caps,
+	       dx.odp_caps.per_transport_caps.rc_odp_caps);
+	result(!dx.completion_timestamp_mask && !dx.hca_core_clock,
+	       "no completion timestamps (mask and clock 0)", "%#llx %llu",
+	       (unsigned long long)dx.completion_timestamp_mask,
+	       (unsigned long long)dx.hca_core_clock);
+	result(dx.orig_attr.max_qp > 0 && dx.orig_attr.max_cq > 0 &&
+	       dx.orig_attr.max_mr > 0 && dx.orig_attr.max_pd > 0 &&
+	       dx.orig_attr.max_ah > 0 && dx.orig_attr.max_srq > 0,
+	       "object limits reported", NULL);
+
+	/* the port */
+	result(pa.link_layer == IBV_LINK_LAYER_ETHERNET,
+	       "port link layer Ethernet", "%d", pa.link_layer);
+	result(pa.max_mtu == IBV_MTU_4096, "port max_mtu 4096", "%d",
+	       pa.max_mtu);
+	result(pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= pa.max_mtu,
+	       "port active_mtu within max_mtu", "%d/%d", pa.active_mtu,
+	       pa.max_mtu);
+	result(pa.gid_tbl_len == 16, "port gid_tbl_len 16 (the device's table)",
+	       "%d", pa.gid_tbl_len);
+	result(pa.max_msg_sz == 0x80000000u,
+	       "port max_msg_sz 2 GiB (longer RETH lengths are refused)",
+	       "%#x", pa.max_msg_sz);
+
+	check_limits(ctx, pd, &dx.orig_attr, gidx, &gid);
+	check_unsupported(ctx, pd);
+
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return failed;
+}
