@@ -221,7 +221,6 @@ struct qhca_pbl_desc ring_alloc(QQhca *d, Ring *r, uint32_t log,
     uint32_t n = DIV_ROUND_UP(bytes, 4096);
     uint64_t pbl = qhca_alloc(d, 4096);
     uint64_t mem = qhca_alloc(d, n * 4096);
-    struct qhca_pbl_desc m = { 0 };
     uint32_t i;
 
     g_assert_cmpuint(n, <=, ARRAY_SIZE(r->page));
@@ -231,11 +230,7 @@ struct qhca_pbl_desc ring_alloc(QQhca *d, Ring *r, uint32_t log,
         r->page[i] = mem + (n - 1 - i) * 4096;
         qtest_writeq(d->qts, pbl + 8 * i, r->page[i]);
     }
-    m.pbl_addr = cpu_to_le64(pbl);
-    m.num_pages = cpu_to_le32(n);
-    m.levels = 1;
-    m.page_shift = 12;
-    return m;
+    return qhca_pbl(pbl, n);
 }
 
 uint64_t ring_addr(const Ring *r, uint32_t idx)

@@ -151,9 +151,19 @@ int qhca_cmd_obj(QQhca *d, uint16_t opcode, uint32_t handle)
     return qhca_cmd_post(d, opcode, &o, sizeof(o), NULL);
 }
 
-struct qhca_pbl_desc qhca_mem(QQhca *d, uint32_t pages, uint64_t *first_page)
+struct qhca_pbl_desc qhca_pbl(uint64_t pbl, uint32_t pages)
 {
     struct qhca_pbl_desc m = { 0 };
+
+    m.pbl_addr = cpu_to_le64(pbl);
+    m.num_pages = cpu_to_le32(pages);
+    m.levels = 1;
+    m.page_shift = 12;
+    return m;
+}
+
+struct qhca_pbl_desc qhca_mem(QQhca *d, uint32_t pages, uint64_t *first_page)
+{
     uint64_t pbl = qhca_alloc(d, 4096);
     uint32_t i;
 
@@ -166,16 +176,11 @@ struct qhca_pbl_desc qhca_mem(QQhca *d, uint32_t pages, uint64_t *first_page)
         }
         qtest_writeq(d->qts, pbl + 8 * i, pg);
     }
-    m.pbl_addr = cpu_to_le64(pbl);
-    m.num_pages = cpu_to_le32(pages);
-    m.levels = 1;
-    m.page_shift = 12;
-    return m;
+    return qhca_pbl(pbl, pages);
 }
 
 struct qhca_pbl_desc qhca_shared_pages(QQhca *d, uint32_t pages)
 {
-    struct qhca_pbl_desc m = { 0 };
     uint64_t pbl = qhca_alloc(d, 4096);
     uint64_t pg = qhca_alloc(d, 4096);
     uint32_t i;
@@ -183,11 +188,7 @@ struct qhca_pbl_desc qhca_shared_pages(QQhca *d, uint32_t pages)
     for (i = 0; i < pages; i++) {
         qtest_writeq(d->qts, pbl + 8 * i, pg);
     }
-    m.pbl_addr = cpu_to_le64(pbl);
-    m.num_pages = cpu_to_le32(pages);
-    m.levels = 1;
-    m.page_shift = 12;
-    return m;
+    return qhca_pbl(pbl, pages);
 }
 
 uint32_t qhca_mk_pd(QQhca *d)

@@ -88,6 +88,8 @@ uint32_t qhca_cmd_ok(QQhca *d, uint16_t opcode, const void *payload,
 /* A command on one object handle; the status */
 int qhca_cmd_obj(QQhca *d, uint16_t opcode, uint32_t handle);
 
+/* The descriptor of a one-level list of @pages 4 KiB pages at @pbl */
+struct qhca_pbl_desc qhca_pbl(uint64_t pbl, uint32_t pages);
 /* @pages pages (each followed by a gap page) in a one-level page list */
 struct qhca_pbl_desc qhca_mem(QQhca *d, uint32_t pages, uint64_t *first_page);
 /* @pages page-list entries that all name one zeroed page */
