@@ -50,6 +50,12 @@ def constants():
         for m in re.finditer(r'^#define\s+(QHCA_\w+)\s+\(1u << (\d+)\)',
                              text, re.M):
             out.setdefault(m.group(1), 1 << int(m.group(2)))
+    # enum qhca_stat counts from 0 without values
+    body = re.search(r'enum qhca_stat \{(.*?)\};',
+                     read('include/qhca_hw.h'), re.S).group(1)
+    for n, name in enumerate(re.findall(r'^\s*(QHCA_STAT_\w+)\b', body,
+                                        re.M)):
+        out[name] = n
     return out
 
 
@@ -103,7 +109,9 @@ FMT = Format()
 H = constants()
 
 A, B = 0, 1
-RC, RC_SRQ, UD = 0, 1, 2
+RC, RC_SRQ, UD, UC, UC_SRQ = 0, 1, 2, 3, 4
+# the QP numbers hx_drv_setup() gets on each device; a QP made by CMD next
+QPN_UD, QPN_CMD = 4, 7
 MS = 1
 MR_LEN = 4 << 20
 HX_REG_BAR = 0xfe000000     # tests/harness/harness.h: HX_REG_BAR_ADDR
@@ -145,6 +153,14 @@ class Input:
 
     def settle(self, ms=10):
         return self.op('SETTLE', ms=ms)
+
+    def query(self, dev, which, arg=0, resp=0, off=0, length=256,
+              status='QHCA_CMD_OK'):
+        st = 0xff if status is None else H[status]
+        which = ('QUERY_STATS', 'QUERY_QP_STATE', 'QUERY_CQ',
+                 'QUERY_SRQ').index(which)
+        return self.op('QUERY', dev=dev, which=which, arg=arg, resp=resp,
+                       off=off, len=length, status=st)
 
 
 def sge(off, length, key=0):
@@ -504,7 +520,8 @@ def commands():
         [0] * 10 + [0xff, 0xff, 198, 18, 0, 2])
     i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_AH'], fix=2, len=len(ah),
          var=ah)
-    for op, handle in (('QHCA_CMD_DESTROY_QP', 5), ('QHCA_CMD_DESTROY_CQ', 2),
+    for op, handle in (('QHCA_CMD_DESTROY_QP', QPN_CMD),
+                       ('QHCA_CMD_DESTROY_CQ', 2),
                        ('QHCA_CMD_DESTROY_AH', 2), ('QHCA_CMD_DEALLOC_PD', 2),
                        ('QHCA_CMD_QUERY_QP', 2), ('QHCA_CMD_QUERY_SRQ', 1),
                        ('QHCA_CMD_DESTROY_EQ', 1)):
@@ -637,15 +654,16 @@ def cq_on_own_bar():
         struct.pack('<III', 1, 0, 0)
     i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_CQ'], fix=2, len=len(cq),
          var=cq)
-    # a UD QP on it (the driver's fourth QP), in RTS, sending to B
+    # a UD QP on it (the first slot after the driver's own QPs), in RTS,
+    # sending to B
     qp = bytes([H['QHCA_QPT_UD'], 4, 4, 8, 7, 1]) + struct.pack(
         '<HIIIIII', 0, 1, 2, 2, 0xffffffff, 0, 64) + bytes(32)
     i.op('CMD', dev=A, opcode=H['QHCA_CMD_CREATE_QP'], fix=1, len=len(qp),
          var=qp)
-    ud_qp_rts(i, A, 5)
+    ud_qp_rts(i, A, QPN_CMD)
     i.op('POLL', dev=A, max=0, arm=1 | 4 | 8)
     i.recv(B, UD, 0x81, [sge(0, 256)])
-    i.send(A, 3, 'QHCA_WQE_SEND', 0x82, [sge(0, 64)])
+    i.send(A, 5, 'QHCA_WQE_SEND', 0x82, [sge(0, 64)])
     i.settle(5)
     i.expect(B, UD, 0x81, ms=20)
     # a physical MR over BAR0 on B, written by A
@@ -658,6 +676,224 @@ def cq_on_own_bar():
              qp=RC, psn_mode=0, psn=0xfffff0 + n, flags=2 | 16,
              va=HX_REG_BAR + H['QHCA_REG_CTRL'], rkey=3, dma_len=4, plen=4,
              pattern=2)
+    return i.settle(5)
+
+
+# UC (docs/hardware.md 10.2): the qtests /qhca/uc/* and more
+
+def uc_send_write():
+    """SEND and RDMA WRITE, with and without immediate, on both UC pairs."""
+    i = Input()
+    i.recv(B, UC, 0x1b1, [sge(0x10000, 4096)])
+    # three packets at MTU 1024
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x1a1, [sge(0, 3000)])
+    i.expect(A, UC, 0x1a1).expect(B, UC, 0x1b1)
+    i.recv(B, UC, 0x1b2, [sge(0x20000, 64)])
+    i.send(A, UC, 'QHCA_WQE_SEND_WITH_IMM', 0x1a2, [sge(0, 64)])
+    i.expect(A, UC, 0x1a2).expect(B, UC, 0x1b2)
+    i.send(A, UC, 'QHCA_WQE_RDMA_WRITE', 0x1a3, [sge(0, 5000)],
+           remote=0x100000)
+    i.expect(A, UC, 0x1a3)
+    # WRITE with immediate: consumes a receive WQE, its buffer untouched
+    i.recv(B, UC, 0x1b3, [sge(0, 16)])
+    i.send(A, UC, 'QHCA_WQE_RDMA_WRITE_WITH_IMM', 0x1a4, [sge(0, 2500)],
+           remote=0x200000)
+    i.expect(A, UC, 0x1a4).expect(B, UC, 0x1b3)
+    # the other pair, on the SRQ, and back from B
+    i.recv(A, UC_SRQ, 0x2b1, [sge(0x30000, 8192)])
+    i.send(B, UC_SRQ, 'QHCA_WQE_SEND_WITH_IMM', 0x2a1, [sge(0, 6000)],
+           flags=H['QHCA_WQE_SIGNALED'] | H['QHCA_WQE_SOLICITED'])
+    i.expect(B, UC_SRQ, 0x2a1).expect(A, UC_SRQ, 0x2b1)
+    i.send(B, UC_SRQ, 'QHCA_WQE_SEND', 0x2a2, flags=H['QHCA_WQE_SIGNALED'] |
+           H['QHCA_WQE_INLINE'], inline_len=150)
+    i.recv(A, UC_SRQ, 0x2b2, [sge(0x40000, 256)])
+    i.expect(B, UC_SRQ, 0x2a2, ms=5)
+    i.query(A, 'QUERY_QP_STATE', UC).query(B, 'QUERY_QP_STATE', UC_SRQ)
+    for dev in (A, B):
+        for qp in (UC, UC_SRQ):
+            i.expect_qp(dev, qp, 'QHCA_QPS_RTS')
+    return i
+
+
+def uc_lost_packet(srq):
+    """A packet of a message lost: that message is dropped, the next one
+    lands in the receive WQE it had begun (IBA 9.8.3)."""
+    i = Input()
+    qp = UC_SRQ if srq else UC
+    i.recv(B, qp, 0x3b1, [sge(0x10000, 8192)])
+    i.recv(B, qp, 0x3b2, [sge(0x20000, 8192)])
+    # 3000 bytes: first, middle, last; the middle (or, on the SRQ, last of
+    # a two-packet message) is dropped on the wire
+    i.send(A, qp, 'QHCA_WQE_SEND', 0x3a1, [sge(0, 2000 if srq else 3000)])
+    i.op('WIRE_MUTATE', idx=1, action=0)
+    i.send(A, qp, 'QHCA_WQE_SEND_WITH_IMM', 0x3a2, [sge(0x1000, 100)])
+    i.send(A, qp, 'QHCA_WQE_SEND', 0x3a3, [sge(0x2000, 200)])
+    for wr in (0x3a1, 0x3a2, 0x3a3):
+        i.expect(A, qp, wr)
+    i.expect(B, qp, 0x3b1).expect(B, qp, 0x3b2)
+    # a WRITE whose first packet is lost: the rest is dropped
+    i.send(A, qp, 'QHCA_WQE_RDMA_WRITE', 0x3a4, [sge(0, 4000)],
+           remote=0x100000)
+    i.op('WIRE_MUTATE', idx=0, action=0)
+    i.recv(B, qp, 0x3b3, [sge(0x30000, 64)])
+    i.send(A, qp, 'QHCA_WQE_SEND', 0x3a5, [sge(0, 64)])
+    i.expect(A, qp, 0x3a4).expect(A, qp, 0x3a5).expect(B, qp, 0x3b3)
+    # a lossy and reordering wire for a while: whatever arrives, the QPs
+    # stay in RTS
+    i.op('WIRE_MODE', **{'from': A}, mode=5, every=3)
+    for n in range(6):
+        i.recv(B, qp, 0x3c0 + n, [sge(0x40000 + 0x2000 * n, 8192)])
+    for n in range(6):
+        i.send(A, qp, 'QHCA_WQE_SEND', 0x3d0 + n, [sge(0, 1000 * (n + 1))])
+    i.settle(5)
+    i.op('WIRE_MODE', **{'from': A}, mode=0, every=0)
+    return i.expect_qp(B, qp, 'QHCA_QPS_RTS').expect_qp(A, qp,
+                                                         'QHCA_QPS_RTS')
+
+
+def uc_errors():
+    """What RC answers with a NAK UC drops silently; READ and atomics are
+    not UC operations."""
+    i = Input()
+    # no receive WQE (RC: RNR NAK), a bad rkey, out of bounds, no access
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x4a1, [sge(0, 100)])
+    i.send(A, UC, 'QHCA_WQE_RDMA_WRITE', 0x4a2, [sge(0, 64)], remote=0,
+           rkey=2)
+    i.send(A, UC, 'QHCA_WQE_RDMA_WRITE', 0x4a3, [sge(0, 200)],
+           remote=MR_LEN - 100)
+    i.send(A, UC, 'QHCA_WQE_RDMA_WRITE_WITH_IMM', 0x4a4, [sge(0, 64)],
+           remote=0, rkey=3)
+    for wr in range(0x4a1, 0x4a5):
+        i.expect(A, UC, wr)
+    i.settle(5)
+    i.expect_qp(B, UC, 'QHCA_QPS_RTS')
+    # the QP goes on
+    i.recv(B, UC, 0x4b1, [sge(0, 64)])
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x4a5, [sge(0, 64)])
+    i.expect(B, UC, 0x4b1).expect(A, UC, 0x4a5)
+    # a receive buffer too small: the responder's own error, QP to ERR
+    i.recv(B, UC_SRQ, 0x4b2, [sge(0, 16)])
+    i.send(A, UC_SRQ, 'QHCA_WQE_SEND', 0x4a6, [sge(0, 64)])
+    i.expect(A, UC_SRQ, 0x4a6).expect(B, UC_SRQ, 0x4b2,
+                                      'QHCA_CQE_LOC_LEN_ERR')
+    i.expect_qp(B, UC_SRQ, 'QHCA_QPS_ERR')
+    # READ, atomics, SEND with invalidate: LOC_QP_OP_ERR, SQE
+    i.send(A, UC, 'QHCA_WQE_RDMA_READ', 0x4a7, [sge(0, 64)], remote=0)
+    i.expect(A, UC, 0x4a7, 'QHCA_CQE_LOC_QP_OP_ERR')
+    i.expect_qp(A, UC, 'QHCA_QPS_SQE')
+    i.send(B, UC, 'QHCA_WQE_ATOMIC_FETCH_AND_ADD', 0x4a8, [sge(0, 8)],
+           remote=0, add=1)
+    i.expect(B, UC, 0x4a8, 'QHCA_CQE_LOC_QP_OP_ERR')
+    i.expect_qp(B, UC, 'QHCA_QPS_SQE')
+    i.send(A, UC_SRQ, 'QHCA_WQE_SEND_WITH_INV', 0x4a9, [sge(0, 8)], rkey=1)
+    i.expect(A, UC_SRQ, 0x4a9, 'QHCA_CQE_LOC_QP_OP_ERR')
+    return i.expect_qp(A, UC_SRQ, 'QHCA_QPS_SQE')
+
+
+def uc_rc_crossed():
+    """UC frames to an RC QP and to a UD QP, RC and UD frames to a UC QP:
+    dropped.  Each receive WQE is too small for the stranger's 64 bytes, so
+    a frame taken shows as LOC_LEN_ERR instead of the 16 bytes that follow."""
+    i = Input()
+    i.recv(B, RC, 0x5b1, [sge(0, 16)]).recv(B, UC, 0x5b2, [sge(0, 16)])
+    i.recv(B, UD, 0x5b3, [sge(0, H['QHCA_GRH_SIZE'] + 16)])
+    for op, qp in (('QHCA_ROCE_OP_UC_SEND_ONLY', RC),
+                   ('QHCA_ROCE_OP_UC_SEND_FIRST', RC),
+                   ('QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY_IMM', RC),
+                   ('QHCA_ROCE_OP_RC_SEND_ONLY', UC),
+                   ('QHCA_ROCE_OP_RC_RDMA_WRITE_ONLY_IMM', UC),
+                   ('QHCA_ROCE_OP_UD_SEND_ONLY', UC),
+                   ('QHCA_ROCE_OP_UC_SEND_ONLY', UD)):
+        i.op('FRAME', to=B, opcode=H[op], qp=qp, psn_mode=1, psn=0,
+             flags=2, dma_len=64, plen=64)
+    # a UC message begun by a stranger's first packet, then junk PSNs
+    i.op('FRAME', to=B, opcode=H['QHCA_ROCE_OP_UC_SEND_MIDDLE'], qp=UC,
+         psn_mode=1, psn=7, plen=1024)
+    i.op('FRAME', to=B, opcode=H['QHCA_ROCE_OP_UC_SEND_LAST'], qp=UC,
+         psn_mode=0, psn=0x800000, plen=8)
+    i.settle(5)
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x5a1, [sge(0, 16)])
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x5a2, [sge(0, 16)])
+    i.send(A, UD, 'QHCA_WQE_SEND', 0x5a3, [sge(0, 16)])
+    i.expect(B, RC, 0x5b1).expect(B, UC, 0x5b2).expect(B, UD, 0x5b3)
+    for qp in (RC, UC):
+        i.expect_qp(B, qp, 'QHCA_QPS_RTS')
+    return i
+
+
+def uc_loopback():
+    """Loopback on device A: its two UC QPs connected to each other."""
+    i = Input()
+    i.connect(qp=8 | 2)
+    i.op('WIRE_MODE', **{'from': A}, mode=3, every=1)
+    i.recv(A, UC_SRQ, 0x6b1, [sge(0x20000, 4096)])
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x6a1, [sge(0, 3000)])
+    i.expect(A, UC_SRQ, 0x6b1).expect(A, UC, 0x6a1)
+    i.recv(A, UC, 0x6b2, [sge(0, 16)])
+    i.send(A, UC_SRQ, 'QHCA_WQE_RDMA_WRITE_WITH_IMM', 0x6a2,
+           [sge(0x10000, 65536)], remote=0x200000)
+    i.expect(A, UC_SRQ, 0x6a2, ms=100).expect(A, UC, 0x6b2)
+    # back to B, at MTU 256
+    i.op('WIRE_MODE', **{'from': A}, mode=0, every=0)
+    i.connect(qp=8, mtu=1, psn=0x123)
+    i.recv(B, UC, 0x6b3, [sge(0, 4096)])
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x6a3, [sge(0, 1000)])
+    return i.expect(A, UC, 0x6a3).expect(B, UC, 0x6b3)
+
+
+def queries():
+    """QUERY_STATS, QUERY_QP_STATE, QUERY_CQ (and QUERY_SRQ) with hostile
+    handles, first counters and response buffers."""
+    i = Input()
+    num = H['QHCA_STAT_NUM']
+    par, hdl = 'QHCA_CMD_ERR_PARAM', 'QHCA_CMD_ERR_HANDLE'
+    for first, length, off, st in ((0, num * 8, 0, 'QHCA_CMD_OK'),
+                                   (0, 4096, 0, 'QHCA_CMD_OK'),
+                                   (8, 80, 8, 'QHCA_CMD_OK'),
+                                   (num - 1, 8, 4088, 'QHCA_CMD_OK'),
+                                   (0, 7, 100, 'QHCA_CMD_OK'),
+                                   (3, 0, 0, 'QHCA_CMD_OK'),
+                                   (num, 256, 0, 'QHCA_CMD_OK'),
+                                   (num + 1, 256, 0, par),
+                                   (0xffffffff, 256, 0, par),
+                                   (0x80000000, 256, 0, par),
+                                   (0, num * 8, 4000, par),
+                                   (0, 0xffffffff, 1, 'QHCA_CMD_OK')):
+        i.query(A, 'QUERY_STATS', first, off=off, length=length, status=st)
+    for qp in (RC, RC_SRQ, UD, UC, UC_SRQ):
+        i.query(B, 'QUERY_QP_STATE', qp, off=4096 - 48)
+    for handle in (16, 1023, 1024, 0xffff, 0x10002, 0xffffffff):
+        i.query(B, 'QUERY_QP_STATE', handle, status=hdl)
+    i.query(A, 'QUERY_QP_STATE', RC, off=4095, length=1)
+    i.query(A, 'QUERY_QP_STATE', RC, off=4095, length=2, status=par)
+    i.query(A, 'QUERY_CQ', 0, length=16).query(A, 'QUERY_CQ', 0, length=3)
+    for handle in (2, 0xdead, 0xffffffff):
+        i.query(A, 'QUERY_CQ', handle, status=hdl)
+    i.query(A, 'QUERY_SRQ', 0).query(A, 'QUERY_SRQ', 9, status=hdl)
+    # handles 0 and 1 (QP1 is not made) through CMD
+    for op, handle in (('QHCA_CMD_QUERY_QP_STATE', 0),
+                       ('QHCA_CMD_QUERY_QP_STATE', 1),
+                       ('QHCA_CMD_QUERY_CQ', 0)):
+        i.op('CMD', dev=A, opcode=H[op], len=8,
+             var=struct.pack('<II', handle, 0))
+    # traffic, then the counters again (they only grow)
+    i.recv(B, RC, 0x7b1, [sge(0, 64)]).recv(B, UC, 0x7b2, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 0x7a1, [sge(0, 64)])
+    i.send(A, UC, 'QHCA_WQE_SEND', 0x7a2, [sge(0, 64)])
+    i.expect(B, RC, 0x7b1).expect(B, UC, 0x7b2)
+    i.query(A, 'QUERY_STATS').query(B, 'QUERY_STATS')
+    i.query(B, 'QUERY_STATS', 5, off=2000, length=num * 8)
+    # responses where they do harm: no RAM, the end of RAM, the MR, the
+    # command queue, the CQ ring, the device's own doorbells and registers
+    i.query(A, 'QUERY_STATS', resp=3, status='QHCA_CMD_ERR_DMA')
+    i.query(A, 'QUERY_STATS', resp=4, off=0, length=1)
+    i.query(A, 'QUERY_STATS', resp=4, off=0, length=2, status=par)
+    i.query(A, 'QUERY_CQ', 0, resp=7, off=0x100)
+    i.query(B, 'QUERY_QP_STATE', UC, resp=5, off=0x400, status=None)
+    i.query(B, 'QUERY_CQ', 0, resp=6, off=0x20, status=None)
+    i.query(A, 'QUERY_STATS', resp=2, off=H['QHCA_DB_CQ_ARM'], length=8,
+            status=None)
+    i.query(A, 'QUERY_STATS', resp=1, off=0, status=None)
     return i.settle(5)
 
 
@@ -695,6 +931,13 @@ SEEDS = {
     'commands': commands,
     'commands-bad': commands_bad,
     'cq-on-own-bar': cq_on_own_bar,
+    'uc-send-write': uc_send_write,
+    'uc-lost-packet': lambda: uc_lost_packet(False),
+    'uc-lost-packet-srq': lambda: uc_lost_packet(True),
+    'uc-errors': uc_errors,
+    'uc-rc-crossed': uc_rc_crossed,
+    'uc-loopback': uc_loopback,
+    'queries': queries,
 }
 
 
@@ -826,6 +1069,33 @@ def dictionary():
                                    val=0xfffd))
     add('send_2m', Input().send(A, RC, 'QHCA_WQE_SEND', 9,
                                 [sge(0, 2 << 20)]))
+    # UC
+    add('conn_uc_mtu256', Input().connect(qp=8, mtu=1))
+    add('conn_uc_loop', Input().connect(qp=8 | 2))
+    add('send_uc_2m', Input().send(A, UC, 'QHCA_WQE_SEND', 9,
+                                   [sge(0, 2 << 20)]))
+    add('write_uc_imm', Input().send(A, UC_SRQ,
+                                     'QHCA_WQE_RDMA_WRITE_WITH_IMM', 9,
+                                     [sge(0, 5000)], remote=0x1000))
+    add('uc_read', Input().send(A, UC, 'QHCA_WQE_RDMA_READ', 9,
+                                [sge(0, 64)]))
+    for n, op in enumerate(('QHCA_ROCE_OP_UC_SEND_FIRST',
+                            'QHCA_ROCE_OP_UC_SEND_MIDDLE',
+                            'QHCA_ROCE_OP_UC_RDMA_WRITE_FIRST',
+                            'QHCA_ROCE_OP_UC_RDMA_WRITE_LAST_IMM')):
+        add('uc_frame_%d' % n, Input().op(
+            'FRAME', to=B, opcode=H[op], qp=UC, psn_mode=1, psn=n,
+            dma_len=4096, plen=1024))
+    add('uc_frame_to_rc', Input().op(
+        'FRAME', to=B, opcode=H['QHCA_ROCE_OP_UC_SEND_ONLY'], qp=RC,
+        psn_mode=1, psn=0, plen=16))
+    add('drop_head', Input().op('WIRE_MUTATE', idx=0, action=0))
+    # queries
+    add('query_stats', Input().query(A, 'QUERY_STATS', status=None))
+    add('query_stats_bar0', Input().query(A, 'QUERY_STATS', resp=1,
+                                          status=None))
+    add('query_qp_uc', Input().query(B, 'QUERY_QP_STATE', UC, status=None))
+    add('query_cq_ring', Input().query(A, 'QUERY_CQ', resp=6, status=None))
     return ops
 
 

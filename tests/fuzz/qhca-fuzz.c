@@ -3,7 +3,8 @@
  * in-process wire (tests/harness/), each input starting from a freshly set
  * up pair (hx_pair_setup(): on each device a PD, EQ, CQ, SRQ, a 4 MiB MR, a
  * fast-register MR, an AH to the peer, an RC QP with its own RQ and one on
- * the SRQ, both connected to the peer's, and a UD QP in RTS).  The harness
+ * the SRQ, both connected to the peer's, a UD QP in RTS, and a UC QP with
+ * its own RQ and one on the SRQ, both connected to the peer's).  The harness
  * aborts on a DMA outside what the guest granted, on too many frames from
  * one call into a device, and on a bottom half that spins; the sanitizers
  * do the rest; both devices are torn down after each input, so
@@ -21,7 +22,8 @@
  *
  *   dev     bit 0: device A (0) or B (1)
  *   qp      < 16: the driver's QP table of that device (0 RC with RQ, 1 RC
- *           on the SRQ, 2 UD, then QPs made by CMD), else a raw QP number
+ *           on the SRQ, 2 UD, 3 UC with RQ, 4 UC on the SRQ, then QPs made
+ *           by CMD; an empty slot is slot % 3), else a raw QP number
  *   key     bits 1:0: 0 the MR's key, 1 the fast-register MR's key, 2 the
  *           MR's key with another index, 3 a raw key (sel << 8 | 0x11)
  *
@@ -95,7 +97,26 @@
  *                  and start PSN; with qp & 2, loopback on device
  *                  (qp >> 2) & 1 instead: its QPs 0 and 1 connected to
  *                  each other, and its UD sends to its own address and UD
- *                  QP from now on
+ *                  QP from now on.  With qp & 8 the same for the UC QPs
+ *                  (3 and 4; UC takes only MTU, access and PSN): pair
+ *                  3 + (qp & 1), or loopback (3 and 4 of one device)
+ *   23 QUERY       a query command (which % 4): QUERY_STATS from first =
+ *                  arg; QUERY_QP_STATE of qp arg (< 16: the QP table, else
+ *                  a raw number); QUERY_CQ of arg (0: the driver's CQ, else
+ *                  a raw number); QUERY_SRQ of arg (0: the driver's SRQ).
+ *                  The response goes where resp % 8 says, at off: 0 the
+ *                  driver's response page (off % 4096, so it may cross the
+ *                  page), 1 BAR0, 2 BAR2, 3 no RAM, 4 the end of RAM, 5 the
+ *                  command queue, 6 the CQ ring, 7 the MR; len bytes.  With
+ *                  QHCA_FUZZ_STRICT=1 a status other than status (0xff:
+ *                  any) aborts, and so does, in the response page, a byte
+ *                  written outside the min(len, size) bytes at off, a
+ *                  byte written by a failed command, a result of
+ *                  QUERY_STATS other than QHCA_STAT_NUM, a counter smaller
+ *                  than the same device's counter read before, and a
+ *                  QUERY_QP_STATE of a table QP whose type is not the
+ *                  table's or (UC, UD) with bytes in flight or READs
+ *                  outstanding
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -133,6 +154,7 @@ enum {
     FZ_OP_EXPECT_CQE,
     FZ_OP_EXPECT_QP,
     FZ_OP_CONNECT,
+    FZ_OP_QUERY,
     FZ_OP_COUNT
 };
 
@@ -317,6 +339,16 @@ typedef struct QEMU_PACKED FzConnect {
     uint32_t psn;
 } FzConnect;
 
+typedef struct QEMU_PACKED FzQuery {
+    uint8_t dev;
+    uint8_t which;
+    uint32_t arg;
+    uint8_t resp;
+    uint16_t off;
+    uint32_t len;
+    uint8_t status;
+} FzQuery;
+
 #define FRMR_IOVA       0x70000000ULL
 #define FRMR_PAGES      16
 #define STEP_LIMIT      8000
@@ -333,6 +365,8 @@ static bool strict;
 static bool ready;
 /* per device: the fast-register page list and its pages */
 static uint64_t frmr_pbl[2];
+/* per device: the counters QUERY_STATS returned last (strict checks) */
+static uint64_t stats_seen[2][QHCA_STAT_NUM];
 
 static bool take(Fz *f, void *out, size_t len)
 {
@@ -449,6 +483,7 @@ static bool setup(void)
     for (i = 0; i < 2; i++) {
         frmr_setup(&pair.dev[i]);
     }
+    memset(stats_seen, 0, sizeof(stats_seen));
     return true;
 }
 
@@ -629,7 +664,7 @@ static void op_send(Fz *f)
         w.invalidate_rkey = cpu_to_le32(key_sel(peer, a.rkey));
         break;
     default:
-        if (qp->type == QHCA_QPT_RC) {
+        if (qp->type == QHCA_QPT_RC || qp->type == QHCA_QPT_UC) {
             w.rdma.remote_addr = cpu_to_le64(key_iova(peer, a.rkey) +
                                              le32_to_cpu(a.remote));
             w.rdma.rkey = cpu_to_le32(key_sel(peer, a.rkey));
@@ -944,6 +979,10 @@ static void op_reset(Fz *f)
                           &peer->drv.qp[HX_QP_RC], &hx_default_conn);
             hx_connect_rc(d, &d->drv.qp[HX_QP_RC_SRQ], peer,
                           &peer->drv.qp[HX_QP_RC_SRQ], &hx_default_conn);
+            hx_connect_rc(d, &d->drv.qp[HX_QP_UC], peer,
+                          &peer->drv.qp[HX_QP_UC], &hx_default_conn);
+            hx_connect_rc(d, &d->drv.qp[HX_QP_UC_SRQ], peer,
+                          &peer->drv.qp[HX_QP_UC_SRQ], &hx_default_conn);
         }
         {
             struct qhca_qp_attr at = { 0 };
@@ -1082,7 +1121,11 @@ static void op_connect(Fz *f)
     if (!take(f, &a, sizeof(a))) {
         return;
     }
-    q = (a.qp & 1) ? HX_QP_RC_SRQ : HX_QP_RC;
+    if (a.qp & 8) {
+        q = (a.qp & 1) ? HX_QP_UC_SRQ : HX_QP_UC;
+    } else {
+        q = (a.qp & 1) ? HX_QP_RC_SRQ : HX_QP_RC;
+    }
     o.mtu = a.mtu;
     o.timeout = a.timeout;
     o.retry_cnt = a.retry;
@@ -1092,11 +1135,179 @@ static void op_connect(Fz *f)
     o.access = a.access;
     o.sq_psn = le32_to_cpu(a.psn);
     if (a.qp & 2) {
-        hx_connect_loopback(dev_sel(a.qp >> 2), &o);
+        if (a.qp & 8) {
+            hx_connect_uc_loopback(dev_sel(a.qp >> 2), &o);
+        } else {
+            hx_connect_loopback(dev_sel(a.qp >> 2), &o);
+        }
         return;
     }
     hx_connect_rc(&pair.dev[0], &pair.dev[0].drv.qp[q], &pair.dev[1],
                   &pair.dev[1].drv.qp[q], &o);
+}
+
+/* The strict checks of a QUERY_STATS response read back from @buf */
+static void query_stats_check(HxDev *d, uint32_t first, uint32_t result,
+                              const uint8_t *buf, uint32_t n)
+{
+    uint32_t i;
+
+    if (result != QHCA_STAT_NUM) {
+        strict_fail("QUERY_STATS on device %c: result %u, expected %u",
+                    d->name, result, QHCA_STAT_NUM);
+    }
+    for (i = 0; i < n / 8 && first + i < QHCA_STAT_NUM; i++) {
+        uint64_t v = ldq_le_p(buf + 8 * i);
+        uint64_t *seen = &stats_seen[d->idx][first + i];
+
+        if (v < *seen) {
+            strict_fail("QUERY_STATS on device %c: counter %u went back "
+                        "from %" PRIu64 " to %" PRIu64, d->name, first + i,
+                        *seen, v);
+        }
+        *seen = v;
+    }
+}
+
+static void query_qp_state_check(HxDev *d, HxQp *qp, const uint8_t *buf,
+                                 uint32_t n)
+{
+    struct qhca_qp_state_info s = { 0 };
+
+    memcpy(&s, buf, MIN(n, sizeof(s)));
+    if (n > offsetof(struct qhca_qp_state_info, type) &&
+        s.type != qp->type) {
+        strict_fail("QUERY_QP_STATE of QP %u on device %c: type %u, "
+                    "expected %u", qp->qpn, d->name, s.type, qp->type);
+    }
+    if (n >= offsetof(struct qhca_qp_state_info, srtt_us) &&
+        qp->type != QHCA_QPT_RC &&
+        (s.inflight_bytes || s.rd_outstanding)) {
+        strict_fail("QUERY_QP_STATE of QP %u on device %c (type %u): %u "
+                    "bytes in flight, %u READs outstanding", qp->qpn,
+                    d->name, qp->type, le32_to_cpu(s.inflight_bytes),
+                    le32_to_cpu(s.rd_outstanding));
+    }
+}
+
+/*
+ * A query command with a hostile handle, first counter or response buffer;
+ * in the driver's response page (filled with a canary first) the strict
+ * checks see exactly what the device wrote
+ */
+static void op_query(Fz *f)
+{
+    static const uint16_t opcodes[4] = {
+        QHCA_CMD_QUERY_STATS, QHCA_CMD_QUERY_QP_STATE, QHCA_CMD_QUERY_CQ,
+        QHCA_CMD_QUERY_SRQ,
+    };
+    const uint8_t canary = 0xa5;
+    FzQuery a;
+    struct qhca_cmd_obj o = { 0 };
+    HxDev *d;
+    HxQp *qp = NULL;
+    uint8_t page[QHCA_PAGE_SIZE];
+    uint32_t arg, len, size = 0, result = 0, off, i, n;
+    uint64_t addr;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    if (!d->drv.up) {
+        return;
+    }
+    arg = le32_to_cpu(a.arg);
+    len = le32_to_cpu(a.len);
+    off = le16_to_cpu(a.off);
+    switch (a.which % 4) {
+    case 0:
+        o.handle = cpu_to_le32(arg);    /* struct qhca_cmd_query_stats */
+        size = arg <= QHCA_STAT_NUM ? (QHCA_STAT_NUM - arg) * 8 : 0;
+        break;
+    case 1:
+        if (arg < HX_MAX_QPS) {
+            qp = hx_drv_qp(d, arg);
+        }
+        o.handle = cpu_to_le32(qp ? qp->qpn : arg);
+        size = sizeof(struct qhca_qp_state_info);
+        break;
+    case 2:
+        o.handle = cpu_to_le32(arg ? arg : d->drv.cqn);
+        size = sizeof(struct qhca_cq_info);
+        break;
+    default:
+        o.handle = cpu_to_le32(arg ? arg : d->drv.srqn);
+        size = sizeof(struct qhca_srq_attr);
+        break;
+    }
+    switch (a.resp % 8) {
+    case 0:
+        off %= QHCA_PAGE_SIZE;
+        addr = HX_RESP_ADDR + off;
+        hx_mem_fill(d, HX_RESP_ADDR, canary, QHCA_PAGE_SIZE);
+        break;
+    case 1:
+        addr = HX_REG_BAR_ADDR + off % QHCA_REG_BAR_SIZE;
+        break;
+    case 2:
+        addr = HX_DB_BAR_ADDR + off % QHCA_DB_BAR_SIZE;
+        break;
+    case 3:
+        addr = 0xdead00000000ULL + off;
+        break;
+    case 4:
+        addr = HX_RAM_SIZE - 1 - off % QHCA_PAGE_SIZE;
+        break;
+    case 5:
+        addr = HX_CTRL_BASE + off % QHCA_PAGE_SIZE;
+        break;
+    case 6:
+        addr = d->drv.cq.page[0] + off % QHCA_PAGE_SIZE;
+        break;
+    default:
+        addr = d->drv.mr.mem + off % MAX(d->drv.mr.len, 1);
+        break;
+    }
+    d->drv.hdr_override = true;
+    d->drv.hdr_flags = 0;
+    d->drv.hdr_resp_addr = addr;
+    d->drv.hdr_resp_len = len;
+    st = hx_cmd(d, opcodes[a.which % 4], &o, sizeof(o), &result);
+    if (a.status != 0xff && st != a.status) {
+        strict_fail("query %u (arg %u) on device %c: status %d, expected %u",
+                    opcodes[a.which % 4], arg, d->name, st, a.status);
+    }
+    if (a.resp % 8) {
+        return;
+    }
+    /* the response page: what the device wrote, and only that */
+    n = st == QHCA_CMD_OK ? MIN(len, size) : 0;
+    if (off + n > QHCA_PAGE_SIZE) {
+        strict_fail("query %u (arg %u) on device %c: a response of %u "
+                    "bytes at %u, across the page, accepted",
+                    opcodes[a.which % 4], arg, d->name, n, off);
+        n = QHCA_PAGE_SIZE - off;
+    }
+    hx_mem_read(d, HX_RESP_ADDR, page, sizeof(page));
+    for (i = 0; i < QHCA_PAGE_SIZE; i++) {
+        if ((i < off || i >= off + n) && page[i] != canary) {
+            strict_fail("query %u (arg %u, len %u) on device %c, status "
+                        "%d: byte %u of the response page written (the "
+                        "response is %u bytes at %u)", opcodes[a.which % 4],
+                        arg, len, d->name, st, i, n, off);
+            break;
+        }
+    }
+    if (st != QHCA_CMD_OK) {
+        return;
+    }
+    if (a.which % 4 == 0) {
+        query_stats_check(d, arg, result, page + off, n);
+    } else if (a.which % 4 == 1 && qp) {
+        query_qp_state_check(d, qp, page + off, n);
+    }
 }
 
 static void run_op(Fz *f, uint8_t op)
@@ -1210,6 +1421,9 @@ static void run_op(Fz *f, uint8_t op)
         break;
     case FZ_OP_CONNECT:
         op_connect(f);
+        break;
+    case FZ_OP_QUERY:
+        op_query(f);
         break;
     }
 }

@@ -17,7 +17,7 @@
 #define CMDQ_ADDR       (HX_CTRL_BASE + 0x0000)
 #define CMDCQ_ADDR      (HX_CTRL_BASE + 0x1000)
 #define AEQ_ADDR        (HX_CTRL_BASE + 0x2000)
-#define RESP_ADDR       (HX_CTRL_BASE + 0x3000)
+#define RESP_ADDR       HX_RESP_ADDR
 #define CMDQ_LOG        3
 #define CMDCQ_LOG       3
 #define AEQ_LOG         4
@@ -295,7 +295,8 @@ static bool make_qp(HxDev *d, unsigned slot, uint8_t type, bool srq)
 /*
  * Every device: GID 0 (its IPv4 address), a PD, an EQ on vector 1, a CQ
  * of 256 entries, an SRQ, a 4 MiB MR with every access, a fast-register MR,
- * an AH to the peer, and QPs: RC with its own RQ, RC on the SRQ, UD
+ * an AH to the peer, and QPs: RC with its own RQ, RC on the SRQ, UD, UC
+ * with its own RQ, UC on the SRQ
  */
 bool hx_drv_setup(HxDev *d)
 {
@@ -383,16 +384,25 @@ bool hx_drv_setup(HxDev *d)
     }
     return make_qp(d, HX_QP_RC, QHCA_QPT_RC, false) &&
            make_qp(d, HX_QP_RC_SRQ, QHCA_QPT_RC, true) &&
-           make_qp(d, HX_QP_UD, QHCA_QPT_UD, false);
+           make_qp(d, HX_QP_UD, QHCA_QPT_UD, false) &&
+           make_qp(d, HX_QP_UC, QHCA_QPT_UC, false) &&
+           make_qp(d, HX_QP_UC_SRQ, QHCA_QPT_UC, true);
 }
 
 #define M(x) QHCA_QP_ATTR_##x
 
-/* RESET -> INIT -> RTR -> RTS of one side of an RC connection */
+/*
+ * RESET -> INIT -> RTR -> RTS of one side of an RC or UC connection (UC
+ * without RC's RNR, READ/atomic, timeout and retry attributes)
+ */
 static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
                            const HxConnOpts *o)
 {
     struct qhca_qp_attr a = { 0 };
+    bool rc = qp->type != QHCA_QPT_UC;
+    uint32_t rtr = rc ? M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER) : 0;
+    uint32_t rts = rc ? M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+                        M(MAX_QP_RD_ATOMIC) : 0;
 
     a.qp_state = QHCA_QPS_RESET;
     if (hx_modify_qp(d, qp->qpn, M(STATE), &a) != QHCA_CMD_OK) {
@@ -417,8 +427,7 @@ static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
     stl_be_p(&a.dgid[12], peer->ip);
     memcpy(a.dmac, peer->mac, 6);
     if (hx_modify_qp(d, qp->qpn, M(STATE) | M(AV) | M(PATH_MTU) |
-                     M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) |
-                     M(MIN_RNR_TIMER), &a) != QHCA_CMD_OK) {
+                     M(DEST_QPN) | M(RQ_PSN) | rtr, &a) != QHCA_CMD_OK) {
         return false;
     }
     a.qp_state = QHCA_QPS_RTS;
@@ -427,8 +436,7 @@ static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
     a.rnr_retry = o->rnr_retry;
     a.sq_psn = cpu_to_le32((o->sq_psn + d->idx) & 0xffffff);
     a.max_rd_atomic = o->max_rd_atomic;
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(TIMEOUT) | M(RETRY_CNT) |
-                     M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
+    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(SQ_PSN) | rts,
                      &a) != QHCA_CMD_OK) {
         return false;
     }
@@ -471,6 +479,13 @@ bool hx_connect_loopback(HxDev *d, const HxConnOpts *o)
     return true;
 }
 
+/* Loopback of UC on one device: its two UC QPs connected to each other */
+bool hx_connect_uc_loopback(HxDev *d, const HxConnOpts *o)
+{
+    return hx_connect_rc(d, &d->drv.qp[HX_QP_UC], d,
+                         &d->drv.qp[HX_QP_UC_SRQ], o);
+}
+
 static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
 {
     struct qhca_qp_attr a = { 0 };
@@ -497,7 +512,7 @@ static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
 
 #undef M
 
-/* Both devices set up, RC QPs connected, UD QPs in RTS, events armed */
+/* Both devices set up, RC and UC QPs connected, UD QPs in RTS, events armed */
 bool hx_pair_setup(HxPair *p)
 {
     HxDev *a = &p->dev[0], *b = &p->dev[1];
@@ -508,6 +523,10 @@ bool hx_pair_setup(HxPair *p)
                        &hx_default_conn) ||
         !hx_connect_rc(a, &a->drv.qp[HX_QP_RC_SRQ], b,
                        &b->drv.qp[HX_QP_RC_SRQ], &hx_default_conn) ||
+        !hx_connect_rc(a, &a->drv.qp[HX_QP_UC], b, &b->drv.qp[HX_QP_UC],
+                       &hx_default_conn) ||
+        !hx_connect_rc(a, &a->drv.qp[HX_QP_UC_SRQ], b,
+                       &b->drv.qp[HX_QP_UC_SRQ], &hx_default_conn) ||
         !ud_to_rts(a, &a->drv.qp[HX_QP_UD], &b->drv.qp[HX_QP_UD]) ||
         !ud_to_rts(b, &b->drv.qp[HX_QP_UD], &a->drv.qp[HX_QP_UD])) {
         return false;

@@ -58,6 +58,7 @@
 
 /* Guest RAM layout the mini-driver uses */
 #define HX_CTRL_BASE            0x100000u       /* CMDQ, CMDCQ, AEQ, resp */
+#define HX_RESP_ADDR            (HX_CTRL_BASE + 0x3000) /* command responses */
 #define HX_RING_BASE            0x110000u       /* page lists and rings */
 #define HX_RING_END             0x400000u
 #define HX_DATA_BASE            0x800000u       /* MR memory */
@@ -108,7 +109,7 @@ typedef struct HxQp {
     uint32_t max_inline;
     HxRing sq, rq;
     uint16_t sq_pi, rq_pi;
-    /* the peer's QP this one is connected to (RC), or sends to (UD) */
+    /* the peer's QP this one is connected to (RC, UC), or sends to (UD) */
     uint32_t peer_qpn;
     bool loopback;              /* ... on the same device */
 } HxQp;
@@ -128,7 +129,7 @@ typedef struct HxDrv {
     HxRing eq, cq, srq;
     HxMr mr;                    /* 4 MiB, every access */
     uint32_t frmr_key;          /* fast-register MR (ALLOC_MR) */
-    HxQp qp[HX_MAX_QPS];        /* 0: RC with RQ, 1: RC on the SRQ, 2: UD */
+    HxQp qp[HX_MAX_QPS];        /* HX_QP_*, then QPs made by commands */
     /* the next command's header fields, if set (then cleared) */
     bool hdr_override;
     uint16_t hdr_flags;
@@ -142,6 +143,9 @@ typedef struct HxDrv {
 #define HX_QP_RC                0
 #define HX_QP_RC_SRQ            1
 #define HX_QP_UD                2
+#define HX_QP_UC                3       /* UC with its own RQ */
+#define HX_QP_UC_SRQ            4       /* UC on the SRQ */
+#define HX_QP_SETUP             5       /* QPs hx_drv_setup() makes */
 
 typedef struct HxMsix {
     uint64_t addr;
@@ -311,6 +315,7 @@ int hx_query_qp(HxDev *d, uint32_t qpn, struct qhca_qp_attr *a);
 bool hx_connect_rc(HxDev *a, HxQp *qa, HxDev *b, HxQp *qb,
                    const HxConnOpts *o);
 bool hx_connect_loopback(HxDev *d, const HxConnOpts *o);
+bool hx_connect_uc_loopback(HxDev *d, const HxConnOpts *o);
 HxQp *hx_drv_qp(HxDev *d, unsigned sel);
 void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
                    uint32_t qpn, const HxRing *sq, const HxRing *rq);
