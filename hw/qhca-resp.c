@@ -474,14 +474,18 @@ static QhcaRdRes *res_alloc(QhcaCore *c, QhcaQp *qp, uint32_t psn,
  * after the NAK, the event or the trace that says why.
  */
 
-/* The QP may receive requests; the first one in RTR establishes it */
+/*
+ * The QP may receive requests; the first one in RTR establishes it.  SQE
+ * (UC only) stops the send queue, not the receive queue.
+ */
 static bool resp_check_state(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 {
     QhcaQpEngine *e = qp->eng;
 
     if (qp->attr.qp_state != QHCA_QPS_RTR &&
         qp->attr.qp_state != QHCA_QPS_RTS &&
-        qp->attr.qp_state != QHCA_QPS_SQD) {
+        qp->attr.qp_state != QHCA_QPS_SQD &&
+        qp->attr.qp_state != QHCA_QPS_SQE) {
         trace_qhca_rx_drop(pkt->frame_len, "QP cannot receive");
         return false;
     }

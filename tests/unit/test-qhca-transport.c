@@ -8,7 +8,8 @@
  *
  * A GLib test program (g_test: --tap, -p PATH, -l); each case sets up a new
  * pair: both devices up, their RC QPs connected (MTU 1024, timeout 8 =
- * about 1 ms, retry 7, RNR retry 7 = forever), UD QPs in RTS.
+ * about 1 ms, retry 7, RNR retry 7 = forever), UD QPs in RTS, UC QPs
+ * connected (MTU 1024).
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -526,6 +527,499 @@ static void test_window_device(Fx *f, gconstpointer data)
     g_assert_cmpuint(sent, <=, QHCA_WINDOW_DEFAULT / MTU + 1);
 }
 
+/* ---- UC (docs/hardware.md 10.2) ---- */
+
+static HxQp *uc(HxDev *d)
+{
+    return &d->drv.qp[HX_QP_UC];
+}
+
+static uint8_t qp_state(HxDev *d, HxQp *qp)
+{
+    struct qhca_qp_attr a;
+
+    g_assert_cmpint(hx_query_qp(d, qp->qpn, &a), ==, QHCA_CMD_OK);
+    return a.qp_state;
+}
+
+/* The next CQE of @d's CQ, after the pair has settled; status 0xff if none */
+static struct qhca_cqe next_cqe(Fx *f, HxDev *d)
+{
+    struct qhca_cqe c;
+
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    if (!hx_poll_cq(d, &c)) {
+        memset(&c, 0, sizeof(c));
+        c.status = 0xff;
+    }
+    return c;
+}
+
+static void assert_no_cqe(Fx *f, HxDev *d)
+{
+    struct qhca_cqe c = next_cqe(f, d);
+
+    if (c.status != 0xff) {
+        g_test_message("unexpected CQE on %c: QP %u wr_id 0x%" PRIx64
+                       " status %u", d->name, le32_to_cpu(c.qpn),
+                       le64_to_cpu(c.wr_id), c.status);
+    }
+    g_assert_cmpuint(c.status, ==, 0xff);
+}
+
+static void test_uc_send(Fx *f, gconstpointer data)
+{
+    unsigned b_sent = f->p->sent[1];
+    static const uint8_t imm[4] = { 0x12, 0x34, 0x56, 0x78 };
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+
+    /* 3000 bytes: first, middle and last packet */
+    fill(f->a, 0, 3000, 30);
+    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
+    post(f->a, uc(f->a), &w, 0, 3000);
+    assert_ok(f->a, uc(f->a), 0xa1);
+    c = cqe_of(f->b, uc(f->b), 0xb1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV);
+    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, ==, 0);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 3000);
+    g_assert_true(same(f->a, 0, f->b, 0x10000, 3000));
+
+    /* with immediate, two packets */
+    fill(f->a, 0x4000, 1500, 31);
+    post_recv(f->b, uc(f->b), 0xb2, 0x20000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND_WITH_IMM, 0xa2);
+    memcpy(w.imm_data, imm, 4);
+    post(f->a, uc(f->a), &w, 0x4000, 1500);
+    assert_ok(f->a, uc(f->a), 0xa2);
+    c = cqe_of(f->b, uc(f->b), 0xb2);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 1500);
+    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, !=, 0);
+    g_assert_cmpmem(c.imm_data, 4, imm, 4);
+    g_assert_true(same(f->a, 0x4000, f->b, 0x20000, 1500));
+
+    /* the responder sent nothing back: no ACK of any kind */
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    g_assert_cmpuint(f->p->sent[1], ==, b_sent);
+    g_assert_cmpuint(qp_state(f->a, uc(f->a)), ==, QHCA_QPS_RTS);
+    g_assert_cmpuint(qp_state(f->b, uc(f->b)), ==, QHCA_QPS_RTS);
+}
+
+static void test_uc_write(Fx *f, gconstpointer data)
+{
+    unsigned b_sent = f->p->sent[1];
+    static const uint8_t imm[4] = { 0xca, 0xfe, 0xf0, 0x0d };
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+
+    /* 5000 bytes, five packets, into B's MR, nothing around it touched */
+    fill(f->a, 0, 5000, 32);
+    memset(mr_mem(f->b, 0x100000 - 16), 0x5a, 5000 + 32);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa1, f->b, 0x100000);
+    post(f->a, uc(f->a), &w, 0, 5000);
+    assert_ok(f->a, uc(f->a), 0xa1);
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    g_assert_true(same(f->a, 0, f->b, 0x100000, 5000));
+    g_assert_cmpuint(mr_mem(f->b, 0x100000 - 1)[0], ==, 0x5a);
+    g_assert_cmpuint(mr_mem(f->b, 0x100000 + 5000)[0], ==, 0x5a);
+    /* a WRITE without immediate completes nothing at B */
+    assert_no_cqe(f, f->b);
+
+    /* with immediate: the data, and a receive WQE with the immediate */
+    fill(f->a, 0x8000, 2500, 33);
+    memset(mr_mem(f->b, 0x30000), 0x77, 64);
+    post_recv(f->b, uc(f->b), 0xb1, 0x30000, 64);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE_WITH_IMM, 0xa2, f->b, 0x200000);
+    memcpy(w.imm_data, imm, 4);
+    post(f->a, uc(f->a), &w, 0x8000, 2500);
+    assert_ok(f->a, uc(f->a), 0xa2);
+    c = cqe_of(f->b, uc(f->b), 0xb1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV_RDMA_WITH_IMM);
+    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, !=, 0);
+    g_assert_cmpmem(c.imm_data, 4, imm, 4);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 2500);
+    g_assert_true(same(f->a, 0x8000, f->b, 0x200000, 2500));
+    /* the receive buffer is not written by a WRITE */
+    g_assert_cmpuint(mr_mem(f->b, 0x30000)[0], ==, 0x77);
+
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    g_assert_cmpuint(f->p->sent[1], ==, b_sent);
+}
+
+/*
+ * A lost packet drops its message and nothing else: the receive WQE the
+ * dropped message had begun to fill takes the next message
+ */
+static void uc_lost_packet(Fx *f, HxQp *qa, HxQp *qb)
+{
+    uint64_t seq = f->b->core.stat_seq_errors;
+    unsigned b_sent = f->p->sent[1];
+    static const uint8_t imm[4] = { 1, 2, 3, 4 };
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    HxFrame *lost;
+
+    post_recv(f->b, qb, 0xb1, 0x10000, 8192);
+    post_recv(f->b, qb, 0xb2, 0x20000, 8192);
+    post_recv(f->b, qb, 0xb3, 0x30000, 8192);
+    fill(f->a, 0, 3000, 40);
+    fill(f->a, 0x1000, 100, 41);
+    fill(f->a, 0x2000, 200, 42);
+    /* the doorbell puts the three packets on the wire; the middle is lost */
+    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
+    post(f->a, qa, &w, 0, 3000);
+    g_assert_cmpuint(g_queue_get_length(&f->p->wire), ==, 3);
+    lost = g_queue_pop_nth(&f->p->wire, 1);
+    g_free(lost);
+    w = hx_wqe(QHCA_WQE_SEND_WITH_IMM, 0xa2);
+    memcpy(w.imm_data, imm, 4);
+    post(f->a, qa, &w, 0x1000, 100);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa3);
+    post(f->a, qa, &w, 0x2000, 200);
+    /* the requester cannot know: all three complete */
+    assert_ok(f->a, qa, 0xa1);
+    assert_ok(f->a, qa, 0xa2);
+    assert_ok(f->a, qa, 0xa3);
+
+    /* the second message in the first receive WQE, the third in the next */
+    c = next_cqe(f, f->b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 100);
+    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, !=, 0);
+    g_assert_cmpmem(c.imm_data, 4, imm, 4);
+    g_assert_true(same(f->a, 0x1000, f->b, 0x10000, 100));
+    c = next_cqe(f, f->b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb2);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 200);
+    g_assert_true(same(f->a, 0x2000, f->b, 0x20000, 200));
+    assert_no_cqe(f, f->b);
+    g_assert_cmpuint(f->b->core.stat_seq_errors, ==, seq + 1);
+    g_assert_cmpuint(f->p->sent[1], ==, b_sent);
+    g_assert_cmpuint(qp_state(f->b, qb), ==, QHCA_QPS_RTS);
+}
+
+static void test_uc_lost_packet(Fx *f, gconstpointer data)
+{
+    uc_lost_packet(f, uc(f->a), uc(f->b));
+}
+
+static void test_uc_lost_packet_srq(Fx *f, gconstpointer data)
+{
+    uc_lost_packet(f, &f->a->drv.qp[HX_QP_UC_SRQ],
+                   &f->b->drv.qp[HX_QP_UC_SRQ]);
+}
+
+/*
+ * What RC answers with an RNR NAK or a remote access error, UC drops
+ * silently: no answer, no completion, the QP stays in RTS and takes the
+ * next message
+ */
+static void test_uc_errors_dropped(Fx *f, gconstpointer data)
+{
+    const uint32_t mr_len = f->b->drv.mr.len;
+    uint8_t *before = g_malloc(mr_len);
+    unsigned b_sent = f->p->sent[1];
+    uint64_t naks = f->b->core.stat_naks_sent;
+    uint64_t rnr = f->b->core.stat_rnr_naks_sent;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+
+    fill(f->a, 0, 8192, 50);
+    fill(f->b, 0, mr_len, 51);
+    /* no receive WQE */
+    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
+    post(f->a, uc(f->a), &w, 0, 100);
+    assert_ok(f->a, uc(f->a), 0xa1);
+    assert_no_cqe(f, f->b);
+    /* a receive WQE for what follows: WRITEs that fail take none */
+    memcpy(before, mr_mem(f->b, 0), mr_len);
+    post_recv(f->b, uc(f->b), 0xb1, 0x3f0000, 4096);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa2, f->b, 0);
+    w.rdma.rkey = cpu_to_le32(f->b->drv.mr.key + 1);
+    post(f->a, uc(f->a), &w, 0, 64);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa3, f->b, mr_len - 4096);
+    post(f->a, uc(f->a), &w, 0, 8192);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE_WITH_IMM, 0xa4, f->b, mr_len - 100);
+    post(f->a, uc(f->a), &w, 0, 200);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE_WITH_IMM, 0xa5, f->b, 0);
+    w.rdma.rkey = cpu_to_le32(f->b->drv.mr.key ^ 0x100);
+    post(f->a, uc(f->a), &w, 0, 64);
+    assert_ok(f->a, uc(f->a), 0xa2);
+    assert_ok(f->a, uc(f->a), 0xa3);
+    assert_ok(f->a, uc(f->a), 0xa4);
+    assert_ok(f->a, uc(f->a), 0xa5);
+    assert_no_cqe(f, f->b);
+    g_assert_true(!memcmp(before, mr_mem(f->b, 0), mr_len));
+    g_assert_cmpuint(qp_state(f->b, uc(f->b)), ==, QHCA_QPS_RTS);
+
+    /* the QP goes on: the next SEND lands in the receive WQE */
+    fill(f->a, 0x5000, 300, 52);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa6);
+    post(f->a, uc(f->a), &w, 0x5000, 300);
+    assert_ok(f->a, uc(f->a), 0xa6);
+    c = next_cqe(f, f->b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 300);
+    g_assert_true(same(f->a, 0x5000, f->b, 0x3f0000, 300));
+    g_assert_cmpuint(qp_state(f->b, uc(f->b)), ==, QHCA_QPS_RTS);
+    g_assert_cmpuint(qp_state(f->a, uc(f->a)), ==, QHCA_QPS_RTS);
+    g_assert_cmpuint(f->p->sent[1], ==, b_sent);
+    g_assert_cmpuint(f->b->core.stat_naks_sent, ==, naks);
+    g_assert_cmpuint(f->b->core.stat_rnr_naks_sent, ==, rnr);
+    g_free(before);
+}
+
+/* READ and atomics are not UC operations: a local error, the QP to SQE */
+static void uc_bad_op(Fx *f, HxQp *qp, uint8_t opcode)
+{
+    unsigned a_sent = f->p->sent[0];
+    struct qhca_send_wqe w = rdma_wqe(opcode, 0xa1, f->b, 0x100);
+    struct qhca_cqe c;
+
+    w.rdma.compare_add = cpu_to_le64(1);
+    post(f->a, qp, &w, 0x200, 8);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa2);
+    post(f->a, qp, &w, 0, 8);
+    c = cqe_of(f->a, qp, 0xa1);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_LOC_QP_OP_ERR);
+    /* what was posted behind it is flushed */
+    c = cqe_of(f->a, qp, 0xa2);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_WR_FLUSH_ERR);
+    g_assert_cmpuint(qp_state(f->a, qp), ==, QHCA_QPS_SQE);
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    g_assert_cmpuint(f->p->sent[0], ==, a_sent);
+}
+
+static void test_uc_read_atomic(Fx *f, gconstpointer data)
+{
+    struct qhca_qp_attr at = { 0 };
+    struct qhca_send_wqe w;
+
+    uc_bad_op(f, uc(f->a), QHCA_WQE_RDMA_READ);
+    uc_bad_op(f, &f->a->drv.qp[HX_QP_UC_SRQ], QHCA_WQE_ATOMIC_FETCH_AND_ADD);
+    /* SQE -> RTS, and the QP sends again */
+    at.qp_state = QHCA_QPS_RTS;
+    g_assert_cmpint(hx_modify_qp(f->a, uc(f->a)->qpn, QHCA_QP_ATTR_STATE,
+                                 &at), ==, QHCA_CMD_OK);
+    fill(f->a, 0, 100, 60);
+    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa3);
+    post(f->a, uc(f->a), &w, 0, 100);
+    assert_ok(f->a, uc(f->a), 0xa3);
+    assert_ok(f->b, uc(f->b), 0xb1);
+    g_assert_true(same(f->a, 0, f->b, 0x10000, 100));
+}
+
+/*
+ * A UC QP in SQE still receives: SQE stops the send queue only (IBA
+ * 10.3.1, as for UD, whose QP in SQE the device lets receive)
+ */
+static void test_uc_sqe_receives(Fx *f, gconstpointer data)
+{
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+
+    uc_bad_op(f, uc(f->a), QHCA_WQE_RDMA_READ);
+    fill(f->b, 0, 2500, 61);
+    post_recv(f->a, uc(f->a), 0xa9, 0x10000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xb1);
+    post(f->b, uc(f->b), &w, 0, 2500);
+    assert_ok(f->b, uc(f->b), 0xb1);
+    c = cqe_of(f->a, uc(f->a), 0xa9);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 2500);
+    g_assert_true(same(f->b, 0, f->a, 0x10000, 2500));
+    /* and RDMA WRITEs into it land */
+    fill(f->b, 0x4000, 1000, 62);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xb2, f->a, 0x20000);
+    post(f->b, uc(f->b), &w, 0x4000, 1000);
+    assert_ok(f->b, uc(f->b), 0xb2);
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+    g_assert_true(same(f->b, 0x4000, f->a, 0x20000, 1000));
+    g_assert_cmpuint(qp_state(f->a, uc(f->a)), ==, QHCA_QPS_SQE);
+}
+
+static void test_uc_atomic_cmp_swap(Fx *f, gconstpointer data)
+{
+    stq_le_p(mr_mem(f->b, 0x100), 5);
+    uc_bad_op(f, uc(f->a), QHCA_WQE_ATOMIC_CMP_AND_SWP);
+    g_assert_cmpuint(ldq_le_p(mr_mem(f->b, 0x100)), ==, 5);
+}
+
+/* ---- counters and live state ---- */
+
+/* The core's counters in the order of enum qhca_stat (docs/hardware.md) */
+static uint64_t *stat_field(QhcaCore *c, unsigned i)
+{
+    uint64_t *const f[QHCA_STAT_NUM] = {
+        &c->stat_tx_frames, &c->stat_rx_frames, &c->stat_rx_dropped,
+        &c->stat_rx_bad_icrc, &c->stat_retransmits, &c->stat_guest_errors,
+        &c->stat_loopback, &c->stat_loop_dropped, &c->stat_tx_bytes,
+        &c->stat_rx_bytes, &c->stat_naks_sent, &c->stat_naks_rcvd,
+        &c->stat_rnr_naks_sent, &c->stat_rnr_naks_rcvd,
+        &c->stat_seq_errors, &c->stat_dup_requests, &c->stat_timeouts,
+        &c->stat_retry_exceeded, &c->stat_rnr_retry_exceeded,
+    };
+
+    return f[i];
+}
+
+/*
+ * QUERY_STATS from @first with a response buffer of @len bytes in the
+ * driver's response page (filled with 0xee first); the command's status
+ */
+static int query_stats(HxDev *d, uint32_t first, uint32_t len,
+                       uint32_t *result)
+{
+    struct qhca_cmd_query_stats q = { .first = cpu_to_le32(first) };
+
+    hx_mem_fill(d, HX_RESP_ADDR, 0xee, QHCA_PAGE_SIZE);
+    d->drv.hdr_override = true;
+    d->drv.hdr_flags = 0;
+    d->drv.hdr_resp_addr = HX_RESP_ADDR;
+    d->drv.hdr_resp_len = len;
+    return hx_cmd(d, QHCA_CMD_QUERY_STATS, &q, sizeof(q), result);
+}
+
+static uint64_t resp_u64(HxDev *d, unsigned i)
+{
+    return ldq_le_p(d->ram + HX_RESP_ADDR + 8 * i);
+}
+
+static void test_stats_64bit(Fx *f, gconstpointer data)
+{
+    HxDev *a = f->a;
+    uint32_t result = 0;
+    unsigned i;
+
+    /* every counter past 2^32, each a different value */
+    for (i = 0; i < QHCA_STAT_NUM; i++) {
+        *stat_field(&a->core, i) = (uint64_t)(0x10 + i) << 32 |
+                                   (0xffff0000u + i);
+    }
+    g_assert_cmpint(query_stats(a, 0, QHCA_PAGE_SIZE, &result), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmpuint(result, ==, QHCA_STAT_NUM);
+    for (i = 0; i < QHCA_STAT_NUM; i++) {
+        g_assert_cmphex(resp_u64(a, i), ==, *stat_field(&a->core, i));
+    }
+    /* nothing written after the last one */
+    g_assert_cmphex(resp_u64(a, QHCA_STAT_NUM), ==, 0xeeeeeeeeeeeeeeeeULL);
+    /* the registers show the low 32 bits of the first eight */
+    for (i = 0; i < 8; i++) {
+        g_assert_cmphex(hx_mmio_read(a, QHCA_REG_STAT_TX_FRAMES + 4 * i), ==,
+                        (uint32_t)*stat_field(&a->core, i));
+    }
+
+    /* from first = 9, as many as 20 bytes hold: two whole counters */
+    g_assert_cmpint(query_stats(a, 9, 20, &result), ==, QHCA_CMD_OK);
+    g_assert_cmphex(resp_u64(a, 0), ==, *stat_field(&a->core, 9));
+    g_assert_cmphex(resp_u64(a, 1), ==, *stat_field(&a->core, 10));
+    g_assert_cmphex((uint32_t)ldl_le_p(a->ram + HX_RESP_ADDR + 16), ==,
+                    (uint32_t)*stat_field(&a->core, 11));
+    g_assert_cmphex((uint32_t)ldl_le_p(a->ram + HX_RESP_ADDR + 20), ==,
+                    0xeeeeeeee);
+    /* first = QHCA_STAT_NUM: nothing; beyond it: ERR_PARAM */
+    g_assert_cmpint(query_stats(a, QHCA_STAT_NUM, 256, &result), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmphex(resp_u64(a, 0), ==, 0xeeeeeeeeeeeeeeeeULL);
+    g_assert_cmpint(query_stats(a, QHCA_STAT_NUM + 1, 256, &result), ==,
+                    QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(query_stats(a, 0xffffffff, 256, &result), ==,
+                    QHCA_CMD_ERR_PARAM);
+    g_assert_cmphex(resp_u64(a, 0), ==, 0xeeeeeeeeeeeeeeeeULL);
+}
+
+/* Counters carried past 2^32 by traffic: 64 bits in QUERY_STATS */
+static void test_stats_carry(Fx *f, gconstpointer data)
+{
+    struct qhca_send_wqe w;
+
+    f->a->core.stat_tx_frames = 0xfffffffeULL;
+    f->b->core.stat_rx_frames = 0xffffffffULL;
+    f->b->core.stat_rx_bytes = 0x1fffffff0ULL;
+    /* three UC packets one way, nothing back */
+    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
+    post(f->a, uc(f->a), &w, 0, 3000);
+    assert_ok(f->b, uc(f->b), 0xb1);
+    assert_ok(f->a, uc(f->a), 0xa1);
+    g_assert_cmpint(query_stats(f->a, QHCA_STAT_TX_FRAMES, 8, NULL), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmphex(resp_u64(f->a, 0), ==, 0x100000001ULL);
+    g_assert_cmphex(hx_mmio_read(f->a, QHCA_REG_STAT_TX_FRAMES), ==, 1);
+    g_assert_cmpint(query_stats(f->b, 0, QHCA_STAT_NUM * 8, NULL), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmphex(resp_u64(f->b, QHCA_STAT_RX_FRAMES), ==, 0x100000002ULL);
+    g_assert_cmphex(hx_mmio_read(f->b, QHCA_REG_STAT_RX_FRAMES), ==, 2);
+    /* the bytes of three whole frames: 3000 of payload and the headers */
+    g_assert_cmpuint(resp_u64(f->b, QHCA_STAT_RX_BYTES), >,
+                     0x1fffffff0ULL + 3000);
+    g_assert_cmpuint(resp_u64(f->b, QHCA_STAT_RX_BYTES), <,
+                     0x1fffffff0ULL + 3000 + 3 * 100);
+}
+
+/* QUERY_QP_STATE and QUERY_CQ after UC traffic */
+static void test_uc_live_state(Fx *f, gconstpointer data)
+{
+    const uint32_t psn = hx_default_conn.sq_psn;
+    struct qhca_cmd_obj o = { 0 };
+    struct qhca_qp_state_info s;
+    struct qhca_cq_info q;
+    struct qhca_send_wqe w;
+
+    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
+    post(f->a, uc(f->a), &w, 0, 3000);
+    assert_ok(f->b, uc(f->b), 0xb1);
+    assert_ok(f->a, uc(f->a), 0xa1);
+
+    o.handle = cpu_to_le32(uc(f->a)->qpn);
+    g_assert_cmpint(hx_cmd(f->a, QHCA_CMD_QUERY_QP_STATE, &o, sizeof(o),
+                           NULL), ==, QHCA_CMD_OK);
+    hx_mem_read(f->a, HX_RESP_ADDR, &s, sizeof(s));
+    g_assert_cmpuint(s.qp_state, ==, QHCA_QPS_RTS);
+    g_assert_cmpuint(s.type, ==, QHCA_QPT_UC);
+    g_assert_cmphex(le32_to_cpu(s.next_psn), ==, (psn + 3) & 0xffffff);
+    g_assert_cmpuint(le16_to_cpu(s.sq_pi), ==, 1);
+    g_assert_cmpuint(le16_to_cpu(s.sq_ci), ==, 1);
+    g_assert_cmpuint(le32_to_cpu(s.inflight_bytes), ==, 0);
+    g_assert_cmpuint(le32_to_cpu(s.rd_outstanding), ==, 0);
+
+    o.handle = cpu_to_le32(uc(f->b)->qpn);
+    g_assert_cmpint(hx_cmd(f->b, QHCA_CMD_QUERY_QP_STATE, &o, sizeof(o),
+                           NULL), ==, QHCA_CMD_OK);
+    hx_mem_read(f->b, HX_RESP_ADDR, &s, sizeof(s));
+    g_assert_cmphex(le32_to_cpu(s.epsn), ==, (psn + 3) & 0xffffff);
+    g_assert_cmpuint(le16_to_cpu(s.rq_pi), ==, 1);
+    g_assert_cmpuint(le16_to_cpu(s.rq_ci), ==, 1);
+
+    /* B's CQ: one CQE written and consumed */
+    o.handle = cpu_to_le32(f->b->drv.cqn);
+    g_assert_cmpint(hx_cmd(f->b, QHCA_CMD_QUERY_CQ, &o, sizeof(o), NULL), ==,
+                    QHCA_CMD_OK);
+    hx_mem_read(f->b, HX_RESP_ADDR, &q, sizeof(q));
+    g_assert_cmpuint(le32_to_cpu(q.depth), ==, 256);
+    g_assert_cmpuint(le16_to_cpu(q.pi), ==, 1);
+    g_assert_cmpuint(le16_to_cpu(q.ci), ==, 1);
+    g_assert_cmpuint(le32_to_cpu(q.eqn), ==, f->b->drv.eqn);
+    g_assert_cmpuint(q.error, ==, 0);
+    /* no such CQ, no such QP */
+    o.handle = cpu_to_le32(f->b->drv.cqn + 1);
+    g_assert_cmpint(hx_cmd(f->b, QHCA_CMD_QUERY_CQ, &o, sizeof(o), NULL), ==,
+                    QHCA_CMD_ERR_HANDLE);
+    o.handle = cpu_to_le32(0);
+    g_assert_cmpint(hx_cmd(f->b, QHCA_CMD_QUERY_QP_STATE, &o, sizeof(o),
+                           NULL), ==, QHCA_CMD_ERR_HANDLE);
+}
+
 /* ---- loopback ---- */
 
 static void test_loopback(Fx *f, gconstpointer data)
@@ -592,6 +1086,17 @@ static const Case cases[] = {
     { "/transport/window/qp", test_window_qp },
     { "/transport/window/device", test_window_device },
     { "/transport/loopback/rc", test_loopback },
+    { "/transport/uc/send", test_uc_send },
+    { "/transport/uc/write", test_uc_write },
+    { "/transport/uc/lost-packet", test_uc_lost_packet },
+    { "/transport/uc/lost-packet-srq", test_uc_lost_packet_srq },
+    { "/transport/uc/errors-dropped", test_uc_errors_dropped },
+    { "/transport/uc/read-atomic-sqe", test_uc_read_atomic },
+    { "/transport/uc/cmp-swap-sqe", test_uc_atomic_cmp_swap },
+    { "/transport/uc/sqe-still-receives", test_uc_sqe_receives },
+    { "/transport/uc/live-state", test_uc_live_state },
+    { "/transport/stats/64-bit", test_stats_64bit },
+    { "/transport/stats/carry-past-2-32", test_stats_carry },
 };
 
 int main(int argc, char **argv)
