@@ -1,16 +1,20 @@
 /*
- * qhca: RoCEv2 wire format (Ethernet II / IPv4 / UDP 4791 / BTH / ICRC).
+ * qhca: RoCEv2 wire format (Ethernet II / IPv4 or IPv6 / UDP 4791 / BTH /
+ * ICRC).
  *
- * Frame layout (IBA 1.4 Annex A17 "RoCEv2"; no VLAN, no IPv4 options):
+ * Frame layout (IBA 1.4 Annex A17 "RoCEv2"; no VLAN, no IPv4 options, no
+ * IPv6 extension headers):
  *
- *   Ethernet II (14) | IPv4 (20) | UDP (8) | BTH (12) | extension headers |
- *   payload | pad (0..3, zero) | ICRC (4)
+ *   Ethernet II (14) | IPv4 (20) or IPv6 (40) | UDP (8) | BTH (12) |
+ *   extension headers | payload | pad (0..3, zero) | ICRC (4)
  *
  * The ICRC is a CRC-32 (as Ethernet's FCS) over: 8 bytes of 0xFF standing
  * for the LRH that RoCEv2 lacks; the IPv4 header with TOS, TTL and header
- * checksum set to all ones; the UDP header with its checksum set to all
- * ones; the BTH with its FECN/BECN/reserved byte (before the dest QP) set
- * to all ones; then the extension headers, payload and pad.  Linux's
+ * checksum set to all ones, or the IPv6 header with traffic class, flow
+ * label and hop limit set to all ones (A17.8); the UDP header with its
+ * checksum set to all ones; the BTH with its FECN/BECN/reserved byte
+ * (before the dest QP) set to all ones; then the extension headers,
+ * payload and pad.  Linux's
  * Soft-RoCE (rxe_icrc.c) stores the inverted CRC state as a CPU-order u32,
  * which on the little-endian hosts it runs on (and on ConnectX NICs) puts
  * the usual CRC-32 value on the wire least significant byte first.
@@ -100,6 +104,14 @@ static inline void roce_put32_le(uint8_t *p, uint32_t v)
 #define ROCE_IP_FLAG_DF       0x4000
 #define ROCE_IP_FLAG_MF       0x2000
 #define ROCE_IP_FRAG_OFF      0x1fff
+
+/* IPv6: version 4 bits, traffic class 8, flow label 20 in the first word */
+#define ROCE_IP6_VER_TC_FLOW  0
+#define ROCE_IP6_PLEN         4
+#define ROCE_IP6_NEXT         6
+#define ROCE_IP6_HOP_LIMIT    7
+#define ROCE_IP6_SRC          8
+#define ROCE_IP6_DST          24
 
 #define ROCE_UDP_SPORT        0
 #define ROCE_UDP_DPORT        2
@@ -277,7 +289,7 @@ const QhcaRoceOpInfo *qhca_roce_op_info(uint8_t opcode)
 static const char *const qhca_roce_errors[QHCA_ROCE_ERR_COUNT] = {
     [QHCA_ROCE_OK] = "ok",
     [QHCA_ROCE_ERR_TOO_SHORT] = "frame too short",
-    [QHCA_ROCE_ERR_NOT_IPV4] = "not IPv4",
+    [QHCA_ROCE_ERR_NOT_IPV4] = "neither IPv4 nor IPv6",
     [QHCA_ROCE_ERR_IP_VERSION] = "bad IP version",
     [QHCA_ROCE_ERR_IP_HDR_LEN] = "bad IP header length",
     [QHCA_ROCE_ERR_IP_TOTAL_LEN] = "bad IP total length",
@@ -293,6 +305,7 @@ static const char *const qhca_roce_errors[QHCA_ROCE_ERR_COUNT] = {
     [QHCA_ROCE_ERR_PKEY] = "P_Key mismatch",
     [QHCA_ROCE_ERR_PAD] = "bad pad count",
     [QHCA_ROCE_ERR_PAYLOAD] = "payload not allowed",
+    [QHCA_ROCE_ERR_IP_ADDR] = "IPv6 address not unicast",
     [QHCA_ROCE_ERR_ICRC] = "bad ICRC",
     [QHCA_ROCE_ERR_FIELD_RANGE] = "field out of range",
     [QHCA_ROCE_ERR_TOO_LONG] = "frame too long",
@@ -538,18 +551,33 @@ uint16_t qhca_roce_inet_csum(const void *buf, size_t len)
     return roce_csum_fold(roce_csum_add(sum, p, len));
 }
 
-/* Whether a UDP datagram's non-zero checksum is right */
-static bool roce_udp_csum_ok(const uint8_t *ip, const uint8_t *udp,
-                             uint32_t udp_len)
+/*
+ * The one's complement sum of a UDP datagram and its pseudo-header: the
+ * source and destination addresses (@addrs, @addr_len bytes: 8 for IPv4,
+ * 32 for IPv6), the protocol and the UDP length
+ */
+static uint32_t roce_udp_sum(const uint8_t *addrs, size_t addr_len,
+                             const uint8_t *udp, uint32_t udp_len)
 {
     uint32_t sum;
 
-    sum = roce_csum_add(0, ip + ROCE_IP_SRC, 8);
+    sum = roce_csum_add(0, addrs, addr_len);
     sum += QHCA_ROCE_IPPROTO_UDP;
     sum += udp_len;
     /* udp_len < 64 KiB: the sum cannot overflow 32 bits */
-    sum = roce_csum_add(sum, udp, udp_len);
-    return roce_csum_fold(sum) == 0;
+    return roce_csum_add(sum, udp, udp_len);
+}
+
+/* The Ethertype says IPv6 (the caller checked it is one of the two) */
+static bool roce_is_ip6(const uint8_t *frame)
+{
+    return roce_get16(frame + 12) == QHCA_ROCE_ETHERTYPE_IPV6;
+}
+
+static size_t roce_bth_off(const uint8_t *frame)
+{
+    return roce_is_ip6(frame) ? QHCA_ROCE_IP6_BTH_OFFSET :
+                                QHCA_ROCE_BTH_OFFSET;
 }
 
 uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len)
@@ -557,33 +585,43 @@ uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len)
     static const uint8_t lrh_mask[8] = {
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     };
-    uint8_t hdr[QHCA_ROCE_IPV4_HLEN + QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN];
+    uint8_t hdr[QHCA_ROCE_IPV6_HLEN + QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN];
     uint8_t *ip = hdr;
-    uint8_t *udp = hdr + QHCA_ROCE_IPV4_HLEN;
+    bool ip6 = roce_is_ip6(frame);
+    size_t ip_hlen = ip6 ? QHCA_ROCE_IPV6_HLEN : QHCA_ROCE_IPV4_HLEN;
+    uint8_t *udp = hdr + ip_hlen;
     uint8_t *bth = udp + QHCA_ROCE_UDP_HLEN;
-    const size_t tail = QHCA_ROCE_BTH_OFFSET + QHCA_ROCE_BTH_LEN;
+    size_t hlen = ip_hlen + QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN;
+    const size_t tail = QHCA_ROCE_IP_OFFSET + hlen;
     uint32_t crc;
 
-    assert(frame_len >= QHCA_ROCE_MIN_FRAME_LEN);
+    assert(frame_len >= tail + QHCA_ROCE_ICRC_LEN);
 
-    memcpy(hdr, frame + QHCA_ROCE_IP_OFFSET, sizeof(hdr));
-    ip[ROCE_IP_TOS] = 0xff;
-    ip[ROCE_IP_TTL] = 0xff;
-    ip[ROCE_IP_CSUM] = 0xff;
-    ip[ROCE_IP_CSUM + 1] = 0xff;
+    memcpy(hdr, frame + QHCA_ROCE_IP_OFFSET, hlen);
+    if (ip6) {
+        /* traffic class (bits 4..11), flow label (12..31), hop limit */
+        ip[ROCE_IP6_VER_TC_FLOW] |= 0x0f;
+        memset(ip + ROCE_IP6_VER_TC_FLOW + 1, 0xff, 3);
+        ip[ROCE_IP6_HOP_LIMIT] = 0xff;
+    } else {
+        ip[ROCE_IP_TOS] = 0xff;
+        ip[ROCE_IP_TTL] = 0xff;
+        ip[ROCE_IP_CSUM] = 0xff;
+        ip[ROCE_IP_CSUM + 1] = 0xff;
+    }
     udp[ROCE_UDP_CSUM] = 0xff;
     udp[ROCE_UDP_CSUM + 1] = 0xff;
     bth[ROCE_BTH_RESV8A] = 0xff;
 
     crc = qhca_roce_crc32_update(0xffffffff, lrh_mask, sizeof(lrh_mask));
-    crc = qhca_roce_crc32_update(crc, hdr, sizeof(hdr));
+    crc = qhca_roce_crc32_update(crc, hdr, hlen);
     crc = qhca_roce_crc32_update(crc, frame + tail,
                                  frame_len - QHCA_ROCE_ICRC_LEN - tail);
     return ~crc;
 }
 
 /* Check the opcode and payload length; compute the frame length */
-static QhcaRoceErr roce_layout(uint8_t opcode, size_t payload_len,
+static QhcaRoceErr roce_layout(uint8_t opcode, bool ip6, size_t payload_len,
                                size_t *frame_len)
 {
     const QhcaRoceOpInfo *op = qhca_roce_op_info(opcode);
@@ -598,7 +636,8 @@ static QhcaRoceErr roce_layout(uint8_t opcode, size_t payload_len,
     if (payload_len > QHCA_ROCE_IP_MAX_LEN) {
         return QHCA_ROCE_ERR_TOO_LONG;
     }
-    ip_len = QHCA_ROCE_IPV4_HLEN + QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN +
+    ip_len = (ip6 ? QHCA_ROCE_IPV6_HLEN : QHCA_ROCE_IPV4_HLEN) +
+             QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN +
              op->ext_len + payload_len + (-payload_len & 3) +
              QHCA_ROCE_ICRC_LEN;
     if (ip_len > QHCA_ROCE_IP_MAX_LEN) {
@@ -612,10 +651,104 @@ size_t qhca_roce_frame_len(uint8_t opcode, size_t payload_len)
 {
     size_t len;
 
-    if (roce_layout(opcode, payload_len, &len) != QHCA_ROCE_OK) {
+    if (roce_layout(opcode, false, payload_len, &len) != QHCA_ROCE_OK) {
         return 0;
     }
     return len;
+}
+
+size_t qhca_roce_frame_len_hdr(const QhcaRoceHdr *h, size_t payload_len)
+{
+    size_t len;
+
+    if (roce_layout(h->opcode, h->ipv6, payload_len, &len) != QHCA_ROCE_OK) {
+        return 0;
+    }
+    return len;
+}
+
+static const uint8_t roce_v4mapped[12] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+};
+
+bool qhca_roce_gid_is_ipv4(const uint8_t *gid)
+{
+    return !memcmp(gid, roce_v4mapped, sizeof(roce_v4mapped));
+}
+
+bool qhca_roce_ip6_unicast(const uint8_t *addr)
+{
+    static const uint8_t zero[15];
+
+    if (addr[0] == 0xff || qhca_roce_gid_is_ipv4(addr)) {
+        return false;               /* multicast, IPv4-mapped */
+    }
+    /* :: and ::1 */
+    return memcmp(addr, zero, sizeof(zero)) || addr[15] > 1;
+}
+
+bool qhca_roce_set_gids(QhcaRoceHdr *h, const uint8_t *sgid,
+                        const uint8_t *dgid)
+{
+    if (qhca_roce_gid_is_ipv4(sgid) && qhca_roce_gid_is_ipv4(dgid)) {
+        h->ipv6 = false;
+        h->src_ip = roce_get32(sgid + 12);
+        h->dst_ip = roce_get32(dgid + 12);
+        return true;
+    }
+    if (qhca_roce_ip6_unicast(sgid) && qhca_roce_ip6_unicast(dgid)) {
+        h->ipv6 = true;
+        memcpy(h->src_ip6, sgid, 16);
+        memcpy(h->dst_ip6, dgid, 16);
+        return true;
+    }
+    return false;
+}
+
+static void roce_gid_of(bool ip6, const uint8_t *ip6_addr, uint32_t ip,
+                        uint8_t *gid)
+{
+    if (ip6) {
+        memcpy(gid, ip6_addr, 16);
+    } else {
+        memcpy(gid, roce_v4mapped, sizeof(roce_v4mapped));
+        roce_put32(gid + 12, ip);
+    }
+}
+
+void qhca_roce_src_gid(const QhcaRoceHdr *h, uint8_t *gid)
+{
+    roce_gid_of(h->ipv6, h->src_ip6, h->src_ip, gid);
+}
+
+void qhca_roce_dst_gid(const QhcaRoceHdr *h, uint8_t *gid)
+{
+    roce_gid_of(h->ipv6, h->dst_ip6, h->dst_ip, gid);
+}
+
+bool qhca_roce_frame_dst_gid(const uint8_t *frame, size_t len, uint8_t *gid)
+{
+    const uint8_t *ip = frame + QHCA_ROCE_IP_OFFSET;
+
+    if (len < QHCA_ROCE_IP_OFFSET) {
+        return false;
+    }
+    switch (roce_get16(frame + 12)) {
+    case QHCA_ROCE_ETHERTYPE_IPV4:
+        if (len < QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV4_HLEN) {
+            return false;
+        }
+        roce_gid_of(false, NULL, roce_get32(ip + ROCE_IP_DST), gid);
+        return true;
+    case QHCA_ROCE_ETHERTYPE_IPV6:
+        if (len < QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV6_HLEN) {
+            return false;
+        }
+        roce_gid_of(true, ip + ROCE_IP6_DST, 0, gid);
+        return true;
+    default:
+        return false;
+    }
 }
 
 static void roce_put_ext(uint8_t *p, QhcaRoceExt ext, const QhcaRoceHdr *h)
@@ -696,7 +829,8 @@ static bool roce_fields_fit(const QhcaRoceOpInfo *op, const QhcaRoceHdr *h)
 {
     int i;
 
-    if (h->dest_qp > QHCA_ROCE_QPN_MASK || h->psn > QHCA_ROCE_PSN_MASK) {
+    if (h->dest_qp > QHCA_ROCE_QPN_MASK || h->psn > QHCA_ROCE_PSN_MASK ||
+        (h->ipv6 && h->flow_label > QHCA_ROCE_FLOW_LABEL_MASK)) {
         return false;
     }
     for (i = 0; i < op->n_ext; i++) {
@@ -717,13 +851,13 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
 {
     const QhcaRoceOpInfo *op;
     size_t frame_len;
-    uint16_t ip_len;
+    uint16_t ip_len, ip_hlen;
     uint8_t *ip, *udp, *bth, *p;
     uint8_t pad = -payload_len & 3;
     QhcaRoceErr err;
     int i;
 
-    err = roce_layout(hdr->opcode, payload_len, &frame_len);
+    err = roce_layout(hdr->opcode, hdr->ipv6, payload_len, &frame_len);
     if (err != QHCA_ROCE_OK) {
         return -(int)err;
     }
@@ -735,33 +869,49 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
         return -(int)QHCA_ROCE_ERR_BUF_TOO_SMALL;
     }
     ip_len = frame_len - QHCA_ROCE_ETH_HLEN;
+    ip_hlen = hdr->ipv6 ? QHCA_ROCE_IPV6_HLEN : QHCA_ROCE_IPV4_HLEN;
     ip = buf + QHCA_ROCE_IP_OFFSET;
-    udp = buf + QHCA_ROCE_UDP_OFFSET;
-    bth = buf + QHCA_ROCE_BTH_OFFSET;
+    udp = ip + ip_hlen;
+    bth = udp + QHCA_ROCE_UDP_HLEN;
 
     /* Ethernet II */
     memcpy(buf, hdr->dst_mac, 6);
     memcpy(buf + 6, hdr->src_mac, 6);
-    roce_put16(buf + 12, QHCA_ROCE_ETHERTYPE_IPV4);
+    roce_put16(buf + 12, hdr->ipv6 ? QHCA_ROCE_ETHERTYPE_IPV6 :
+                                     QHCA_ROCE_ETHERTYPE_IPV4);
 
-    /* IPv4: no options, DF, not fragmented */
-    ip[ROCE_IP_VER_IHL] = 0x45;
-    ip[ROCE_IP_TOS] = hdr->tos;
-    roce_put16(ip + ROCE_IP_TOT_LEN, ip_len);
-    roce_put16(ip + ROCE_IP_ID, hdr->ip_id);
-    roce_put16(ip + ROCE_IP_FRAG, ROCE_IP_FLAG_DF);
-    ip[ROCE_IP_TTL] = hdr->ttl;
-    ip[ROCE_IP_PROTO] = QHCA_ROCE_IPPROTO_UDP;
-    roce_put16(ip + ROCE_IP_CSUM, 0);
-    roce_put32(ip + ROCE_IP_SRC, hdr->src_ip);
-    roce_put32(ip + ROCE_IP_DST, hdr->dst_ip);
-    roce_put16(ip + ROCE_IP_CSUM,
-               qhca_roce_inet_csum(ip, QHCA_ROCE_IPV4_HLEN));
+    if (hdr->ipv6) {
+        /* IPv6: no extension headers */
+        roce_put32(ip + ROCE_IP6_VER_TC_FLOW,
+                   6u << 28 | (uint32_t)hdr->tos << 20 | hdr->flow_label);
+        roce_put16(ip + ROCE_IP6_PLEN, ip_len - QHCA_ROCE_IPV6_HLEN);
+        ip[ROCE_IP6_NEXT] = QHCA_ROCE_IPPROTO_UDP;
+        ip[ROCE_IP6_HOP_LIMIT] = hdr->ttl;
+        memcpy(ip + ROCE_IP6_SRC, hdr->src_ip6, 16);
+        memcpy(ip + ROCE_IP6_DST, hdr->dst_ip6, 16);
+    } else {
+        /* IPv4: no options, DF, not fragmented */
+        ip[ROCE_IP_VER_IHL] = 0x45;
+        ip[ROCE_IP_TOS] = hdr->tos;
+        roce_put16(ip + ROCE_IP_TOT_LEN, ip_len);
+        roce_put16(ip + ROCE_IP_ID, hdr->ip_id);
+        roce_put16(ip + ROCE_IP_FRAG, ROCE_IP_FLAG_DF);
+        ip[ROCE_IP_TTL] = hdr->ttl;
+        ip[ROCE_IP_PROTO] = QHCA_ROCE_IPPROTO_UDP;
+        roce_put16(ip + ROCE_IP_CSUM, 0);
+        roce_put32(ip + ROCE_IP_SRC, hdr->src_ip);
+        roce_put32(ip + ROCE_IP_DST, hdr->dst_ip);
+        roce_put16(ip + ROCE_IP_CSUM,
+                   qhca_roce_inet_csum(ip, QHCA_ROCE_IPV4_HLEN));
+    }
 
-    /* UDP: no checksum (allowed for RoCEv2 over IPv4) */
+    /*
+     * UDP: no checksum over IPv4 (allowed for RoCEv2); over IPv6, where
+     * UDP needs one, qhca_roce_finish() puts it in once the ICRC is there
+     */
     roce_put16(udp + ROCE_UDP_SPORT, hdr->src_port);
     roce_put16(udp + ROCE_UDP_DPORT, QHCA_ROCE_UDP_DPORT);
-    roce_put16(udp + ROCE_UDP_LEN, ip_len - QHCA_ROCE_IPV4_HLEN);
+    roce_put16(udp + ROCE_UDP_LEN, ip_len - ip_hlen);
     roce_put16(udp + ROCE_UDP_CSUM, 0);
 
     /* BTH */
@@ -786,15 +936,29 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
 
 void qhca_roce_finish(uint8_t *frame, size_t frame_len)
 {
+    size_t bth_off = roce_bth_off(frame);
+    uint8_t *udp;
+    uint32_t udp_len;
+    uint16_t csum;
     uint8_t pad;
 
-    assert(frame_len >= QHCA_ROCE_MIN_FRAME_LEN &&
+    assert(frame_len >= bth_off + QHCA_ROCE_BTH_LEN + QHCA_ROCE_ICRC_LEN &&
            frame_len <= QHCA_ROCE_MAX_FRAME_LEN);
-    pad = frame[QHCA_ROCE_BTH_OFFSET + ROCE_BTH_FLAGS] >> ROCE_BTH_PAD_SHIFT;
+    pad = frame[bth_off + ROCE_BTH_FLAGS] >> ROCE_BTH_PAD_SHIFT;
     pad &= ROCE_BTH_PAD_MASK;
     memset(frame + frame_len - QHCA_ROCE_ICRC_LEN - pad, 0, pad);
     roce_put32_le(frame + frame_len - QHCA_ROCE_ICRC_LEN,
                   qhca_roce_icrc(frame, frame_len));
+    if (!roce_is_ip6(frame)) {
+        return;
+    }
+    /* A computed 0 goes on the wire as 0xFFFF (0 is "no checksum") */
+    udp = frame + QHCA_ROCE_IP6_UDP_OFFSET;
+    udp_len = frame_len - QHCA_ROCE_IP6_UDP_OFFSET;
+    roce_put16(udp + ROCE_UDP_CSUM, 0);
+    csum = roce_csum_fold(roce_udp_sum(frame + QHCA_ROCE_IP_OFFSET +
+                                       ROCE_IP6_SRC, 32, udp, udp_len));
+    roce_put16(udp + ROCE_UDP_CSUM, csum ? csum : 0xffff);
 }
 
 int qhca_roce_build(uint8_t *buf, size_t size, const QhcaRoceHdr *hdr,
@@ -806,7 +970,7 @@ int qhca_roce_build(uint8_t *buf, size_t size, const QhcaRoceHdr *hdr,
     if (off < 0) {
         return off;
     }
-    frame_len = qhca_roce_frame_len(hdr->opcode, payload_len);
+    frame_len = qhca_roce_frame_len_hdr(hdr, payload_len);
     if (payload_len) {
         memcpy(buf + off, payload, payload_len);
     }
@@ -814,28 +978,17 @@ int qhca_roce_build(uint8_t *buf, size_t size, const QhcaRoceHdr *hdr,
     return frame_len;
 }
 
-QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
-                            QhcaRocePkt *pkt)
+/* The IPv4 header; sets the IP and UDP fields of pkt */
+static QhcaRoceErr roce_parse_ipv4(const uint8_t *frame, size_t len,
+                                   QhcaRocePkt *pkt)
 {
-    const uint8_t *ip, *udp, *bth, *p;
-    const QhcaRoceOpInfo *op;
+    const uint8_t *ip = frame + QHCA_ROCE_IP_OFFSET;
     QhcaRoceHdr *h = &pkt->hdr;
-    uint32_t ip_len, udp_len, avail, pad, icrc_off;
-    uint16_t pkey;
-    int i;
+    uint32_t ip_len;
 
-    memset(pkt, 0, sizeof(*pkt));
-
-    /* Ethernet II */
     if (len < QHCA_ROCE_BTH_OFFSET) {
         return QHCA_ROCE_ERR_TOO_SHORT;
     }
-    if (roce_get16(frame + 12) != QHCA_ROCE_ETHERTYPE_IPV4) {
-        return QHCA_ROCE_ERR_NOT_IPV4;
-    }
-
-    /* IPv4 */
-    ip = frame + QHCA_ROCE_IP_OFFSET;
     if (ip[ROCE_IP_VER_IHL] >> 4 != 4) {
         return QHCA_ROCE_ERR_IP_VERSION;
     }
@@ -856,18 +1009,106 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
     if (ip[ROCE_IP_PROTO] != QHCA_ROCE_IPPROTO_UDP) {
         return QHCA_ROCE_ERR_NOT_UDP;
     }
+    pkt->ip_len = ip_len;
+    pkt->udp_off = QHCA_ROCE_UDP_OFFSET;
+    h->src_ip = roce_get32(ip + ROCE_IP_SRC);
+    h->dst_ip = roce_get32(ip + ROCE_IP_DST);
+    h->tos = ip[ROCE_IP_TOS];
+    h->ttl = ip[ROCE_IP_TTL];
+    h->ip_id = roce_get16(ip + ROCE_IP_ID);
+    return QHCA_ROCE_OK;
+}
+
+/* The IPv6 header; sets the IP and UDP fields of pkt */
+static QhcaRoceErr roce_parse_ipv6(const uint8_t *frame, size_t len,
+                                   QhcaRocePkt *pkt)
+{
+    const uint8_t *ip = frame + QHCA_ROCE_IP_OFFSET;
+    QhcaRoceHdr *h = &pkt->hdr;
+    uint32_t plen, word;
+
+    if (len < QHCA_ROCE_IP6_BTH_OFFSET) {
+        return QHCA_ROCE_ERR_TOO_SHORT;
+    }
+    word = roce_get32(ip + ROCE_IP6_VER_TC_FLOW);
+    if (word >> 28 != 6) {
+        return QHCA_ROCE_ERR_IP_VERSION;
+    }
+    /* No jumbograms; held to the IPv4 frame length (see the header) */
+    plen = roce_get16(ip + ROCE_IP6_PLEN);
+    if (plen < QHCA_ROCE_UDP_HLEN ||
+        plen > len - QHCA_ROCE_IP6_UDP_OFFSET ||
+        plen > QHCA_ROCE_IP_MAX_LEN - QHCA_ROCE_IPV6_HLEN) {
+        return QHCA_ROCE_ERR_IP_TOTAL_LEN;
+    }
+    if (ip[ROCE_IP6_NEXT] != QHCA_ROCE_IPPROTO_UDP) {
+        return QHCA_ROCE_ERR_NOT_UDP;
+    }
+    if (!qhca_roce_ip6_unicast(ip + ROCE_IP6_SRC) ||
+        !qhca_roce_ip6_unicast(ip + ROCE_IP6_DST)) {
+        return QHCA_ROCE_ERR_IP_ADDR;
+    }
+    pkt->ip_len = QHCA_ROCE_IPV6_HLEN + plen;
+    pkt->udp_off = QHCA_ROCE_IP6_UDP_OFFSET;
+    h->ipv6 = true;
+    memcpy(h->src_ip6, ip + ROCE_IP6_SRC, 16);
+    memcpy(h->dst_ip6, ip + ROCE_IP6_DST, 16);
+    h->tos = word >> 20;
+    h->flow_label = word & QHCA_ROCE_FLOW_LABEL_MASK;
+    h->ttl = ip[ROCE_IP6_HOP_LIMIT];
+    return QHCA_ROCE_OK;
+}
+
+QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
+                            QhcaRocePkt *pkt)
+{
+    const uint8_t *ip, *udp, *bth, *p;
+    const QhcaRoceOpInfo *op;
+    QhcaRoceHdr *h = &pkt->hdr;
+    uint32_t ip_len, ip_hlen, udp_len, avail, pad, icrc_off;
+    uint16_t pkey;
+    QhcaRoceErr err;
+    int i;
+
+    memset(pkt, 0, sizeof(*pkt));
+
+    /* Ethernet II, then IPv4 or IPv6 */
+    if (len < QHCA_ROCE_BTH_OFFSET) {
+        return QHCA_ROCE_ERR_TOO_SHORT;
+    }
+    switch (roce_get16(frame + 12)) {
+    case QHCA_ROCE_ETHERTYPE_IPV4:
+        err = roce_parse_ipv4(frame, len, pkt);
+        break;
+    case QHCA_ROCE_ETHERTYPE_IPV6:
+        err = roce_parse_ipv6(frame, len, pkt);
+        break;
+    default:
+        err = QHCA_ROCE_ERR_NOT_IPV4;
+        break;
+    }
+    if (err != QHCA_ROCE_OK) {
+        return err;
+    }
+    ip = frame + QHCA_ROCE_IP_OFFSET;
+    ip_len = pkt->ip_len;
+    ip_hlen = pkt->udp_off - QHCA_ROCE_IP_OFFSET;
 
     /* UDP */
-    udp = frame + QHCA_ROCE_UDP_OFFSET;
+    udp = frame + pkt->udp_off;
     if (roce_get16(udp + ROCE_UDP_DPORT) != QHCA_ROCE_UDP_DPORT) {
         return QHCA_ROCE_ERR_NOT_ROCE_PORT;
     }
     udp_len = roce_get16(udp + ROCE_UDP_LEN);
-    if (udp_len != ip_len - QHCA_ROCE_IPV4_HLEN) {
+    if (udp_len != ip_len - ip_hlen) {
         return QHCA_ROCE_ERR_UDP_LEN;
     }
+    /* 0: none sent (as Soft-RoCE sends over IPv4 and IPv6) */
     pkt->udp_csum = roce_get16(udp + ROCE_UDP_CSUM);
-    if (pkt->udp_csum && !roce_udp_csum_ok(ip, udp, udp_len)) {
+    if (pkt->udp_csum &&
+        roce_csum_fold(h->ipv6 ?
+                       roce_udp_sum(ip + ROCE_IP6_SRC, 32, udp, udp_len) :
+                       roce_udp_sum(ip + ROCE_IP_SRC, 8, udp, udp_len))) {
         return QHCA_ROCE_ERR_UDP_CSUM;
     }
     if (udp_len < QHCA_ROCE_UDP_HLEN + QHCA_ROCE_BTH_LEN +
@@ -876,7 +1117,7 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
     }
 
     /* BTH */
-    bth = frame + QHCA_ROCE_BTH_OFFSET;
+    bth = udp + QHCA_ROCE_UDP_HLEN;
     op = qhca_roce_op_info(bth[ROCE_BTH_OPCODE]);
     if (!op) {
         return QHCA_ROCE_ERR_BAD_OPCODE;
@@ -909,18 +1150,11 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
     pkt->op = op;
     pkt->frame_len = QHCA_ROCE_ETH_HLEN + ip_len;
     pkt->ip_off = QHCA_ROCE_IP_OFFSET;
-    pkt->ip_len = ip_len;
-    pkt->udp_off = QHCA_ROCE_UDP_OFFSET;
     pkt->udp_len = udp_len;
-    pkt->bth_off = QHCA_ROCE_BTH_OFFSET;
+    pkt->bth_off = bth - frame;
 
     memcpy(h->dst_mac, frame, 6);
     memcpy(h->src_mac, frame + 6, 6);
-    h->src_ip = roce_get32(ip + ROCE_IP_SRC);
-    h->dst_ip = roce_get32(ip + ROCE_IP_DST);
-    h->tos = ip[ROCE_IP_TOS];
-    h->ttl = ip[ROCE_IP_TTL];
-    h->ip_id = roce_get16(ip + ROCE_IP_ID);
     h->src_port = roce_get16(udp + ROCE_UDP_SPORT);
     h->opcode = bth[ROCE_BTH_OPCODE];
     h->se = bth[ROCE_BTH_FLAGS] & ROCE_BTH_SE;

@@ -1,5 +1,6 @@
 /*
- * qhca: RoCEv2 wire format (Ethernet II / IPv4 / UDP 4791 / BTH / ICRC).
+ * qhca: RoCEv2 wire format (Ethernet II / IPv4 or IPv6 / UDP 4791 / BTH /
+ * ICRC).
  *
  * Plain C with no QEMU dependency beyond "qemu/osdep.h" (standard headers),
  * so that it can be unit-tested on the host (tests/unit/).
@@ -19,6 +20,7 @@
 /* Header lengths in bytes */
 #define QHCA_ROCE_ETH_HLEN              14
 #define QHCA_ROCE_IPV4_HLEN             20
+#define QHCA_ROCE_IPV6_HLEN             40
 #define QHCA_ROCE_UDP_HLEN              8
 #define QHCA_ROCE_BTH_LEN               12
 #define QHCA_ROCE_RETH_LEN              16
@@ -34,20 +36,32 @@
 #define QHCA_ROCE_IP_OFFSET     QHCA_ROCE_ETH_HLEN
 #define QHCA_ROCE_UDP_OFFSET    (QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV4_HLEN)
 #define QHCA_ROCE_BTH_OFFSET    (QHCA_ROCE_UDP_OFFSET + QHCA_ROCE_UDP_HLEN)
+/* The same over IPv6 (no extension headers) */
+#define QHCA_ROCE_IP6_UDP_OFFSET (QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV6_HLEN)
+#define QHCA_ROCE_IP6_BTH_OFFSET (QHCA_ROCE_IP6_UDP_OFFSET + \
+                                  QHCA_ROCE_UDP_HLEN)
 
 /* Longest run of extension headers of any opcode (AtomicETH) */
 #define QHCA_ROCE_EXT_MAX_LEN   28
-/* Longest header part of a frame: Ethernet..BTH and extension headers */
-#define QHCA_ROCE_HDR_MAX_LEN   (QHCA_ROCE_BTH_OFFSET + QHCA_ROCE_BTH_LEN + \
-                                 QHCA_ROCE_EXT_MAX_LEN)
-/* Smallest well-formed frame: Ethernet..BTH, ICRC */
+/* Longest header part of a frame (IPv6): Ethernet..BTH, extension headers */
+#define QHCA_ROCE_HDR_MAX_LEN   (QHCA_ROCE_IP6_BTH_OFFSET + \
+                                 QHCA_ROCE_BTH_LEN + QHCA_ROCE_EXT_MAX_LEN)
+/* Smallest well-formed frame (IPv4): Ethernet..BTH, ICRC */
 #define QHCA_ROCE_MIN_FRAME_LEN (QHCA_ROCE_BTH_OFFSET + QHCA_ROCE_BTH_LEN + \
                                  QHCA_ROCE_ICRC_LEN)
-/* Largest IPv4 total length, hence largest frame */
+/* Smallest well-formed frame over IPv6 */
+#define QHCA_ROCE_IP6_MIN_FRAME_LEN (QHCA_ROCE_IP6_BTH_OFFSET + \
+                                     QHCA_ROCE_BTH_LEN + QHCA_ROCE_ICRC_LEN)
+/*
+ * Largest IPv4 total length, hence largest frame; an IPv6 frame is held to
+ * the same length (its payload length at most 65535 - 40)
+ */
 #define QHCA_ROCE_IP_MAX_LEN    65535
 #define QHCA_ROCE_MAX_FRAME_LEN (QHCA_ROCE_ETH_HLEN + QHCA_ROCE_IP_MAX_LEN)
 
 #define QHCA_ROCE_ETHERTYPE_IPV4    0x0800
+#define QHCA_ROCE_ETHERTYPE_IPV6    0x86dd
+#define QHCA_ROCE_FLOW_LABEL_MASK   0xfffff
 #define QHCA_ROCE_IPPROTO_UDP       17
 #define QHCA_ROCE_UDP_DPORT         4791
 /* UDP source ports are 0xC000 | 14 bits of a flow hash (as Soft-RoCE) */
@@ -175,6 +189,15 @@ typedef struct QhcaRoceHdr {
     uint8_t tos;                /* from the GRH traffic class */
     uint8_t ttl;                /* from the GRH hop limit */
     uint16_t ip_id;
+    /*
+     * IPv6 instead (Ethertype 0x86DD): the addresses as 16 bytes, network
+     * order; tos and ttl are its traffic class and hop limit, ip_id is not
+     * used, src_ip and dst_ip are not read or filled in
+     */
+    bool ipv6;
+    uint8_t src_ip6[16];
+    uint8_t dst_ip6[16];
+    uint32_t flow_label;        /* IPv6 only, 20 bits */
     /* UDP: the destination port is always QHCA_ROCE_UDP_DPORT */
     uint16_t src_port;
     /* BTH */
@@ -222,10 +245,10 @@ typedef struct QhcaRoceHdr {
 typedef struct QhcaRocePkt {
     QhcaRoceHdr hdr;
     const QhcaRoceOpInfo *op;
-    /* Bytes of the frame in use: Ethernet header + IPv4 total length */
+    /* Bytes of the frame in use: Ethernet header + IP datagram */
     uint32_t frame_len;
     uint32_t ip_off;
-    uint32_t ip_len;            /* IPv4 total length */
+    uint32_t ip_len;            /* IPv4 total length; IPv6: 40 + payload */
     uint32_t udp_off;
     uint32_t udp_len;           /* UDP length field */
     uint16_t udp_csum;          /* 0 if the sender sent none */
@@ -242,14 +265,14 @@ typedef struct QhcaRocePkt {
 typedef enum QhcaRoceErr {
     QHCA_ROCE_OK = 0,
     /* Parser */
-    QHCA_ROCE_ERR_TOO_SHORT,        /* frame shorter than Eth+IPv4+UDP */
-    QHCA_ROCE_ERR_NOT_IPV4,         /* Ethertype is not 0x0800 */
-    QHCA_ROCE_ERR_IP_VERSION,       /* IP version is not 4 */
+    QHCA_ROCE_ERR_TOO_SHORT,        /* frame shorter than Eth+IP+UDP */
+    QHCA_ROCE_ERR_NOT_IPV4,         /* Ethertype is not 0x0800 or 0x86DD */
+    QHCA_ROCE_ERR_IP_VERSION,       /* IP version is not the Ethertype's */
     QHCA_ROCE_ERR_IP_HDR_LEN,       /* IHL is not 5 (options unsupported) */
-    QHCA_ROCE_ERR_IP_TOTAL_LEN,     /* total length < 28 or beyond frame */
+    QHCA_ROCE_ERR_IP_TOTAL_LEN,     /* IP length too small or too big */
     QHCA_ROCE_ERR_IP_FRAGMENT,      /* MF set or fragment offset != 0 */
     QHCA_ROCE_ERR_IP_CSUM,          /* bad IPv4 header checksum */
-    QHCA_ROCE_ERR_NOT_UDP,          /* IP protocol is not UDP */
+    QHCA_ROCE_ERR_NOT_UDP,          /* protocol/next header is not UDP */
     QHCA_ROCE_ERR_NOT_ROCE_PORT,    /* UDP destination port is not 4791 */
     QHCA_ROCE_ERR_UDP_LEN,          /* UDP length != IP payload length */
     QHCA_ROCE_ERR_UDP_CSUM,         /* non-zero and wrong UDP checksum */
@@ -259,9 +282,11 @@ typedef enum QhcaRoceErr {
     QHCA_ROCE_ERR_PKEY,             /* P_Key does not match 0xffff */
     QHCA_ROCE_ERR_PAD,              /* pad count too big, or misaligned */
     QHCA_ROCE_ERR_PAYLOAD,          /* payload on an opcode that has none */
-    QHCA_ROCE_ERR_ICRC,             /* bad ICRC */
+    /* IPv6 source or destination: ::, ::1, multicast or IPv4-mapped */
+    QHCA_ROCE_ERR_IP_ADDR,
+    QHCA_ROCE_ERR_ICRC,             /* bad ICRC (the parser's last check) */
     /* Builder */
-    QHCA_ROCE_ERR_FIELD_RANGE,      /* a 24-bit field is out of range */
+    QHCA_ROCE_ERR_FIELD_RANGE,      /* 24-bit field or flow label range */
     QHCA_ROCE_ERR_TOO_LONG,         /* the frame would exceed 64 KiB IP */
     QHCA_ROCE_ERR_BUF_TOO_SMALL,    /* the caller's buffer is too small */
     QHCA_ROCE_ERR_COUNT
@@ -296,22 +321,50 @@ uint16_t qhca_roce_inet_csum(const void *buf, size_t len);
 
 /*
  * The ICRC of a frame whose headers are at the fixed offsets above (no
- * options): frame_len ends after the ICRC; the ICRC field is not read.
- * The value is stored in the frame little-endian.
- * Requires frame_len >= QHCA_ROCE_MIN_FRAME_LEN.
+ * options or extension headers; IPv4 or IPv6 by its Ethertype): frame_len
+ * ends after the ICRC; the ICRC field is not read.  The value is stored in
+ * the frame little-endian.  Requires frame_len >= QHCA_ROCE_MIN_FRAME_LEN,
+ * over IPv6 >= QHCA_ROCE_IP6_MIN_FRAME_LEN.
  */
 uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len);
 
 /*
- * Length of the frame carrying payload_len bytes with this opcode, or 0 if
- * the opcode is unsupported, carries no payload but payload_len != 0, or
- * the frame would be longer than IPv4 allows.
+ * Length of the IPv4 frame carrying payload_len bytes with this opcode, or
+ * 0 if the opcode is unsupported, carries no payload but payload_len != 0,
+ * or the frame would be longer than QHCA_ROCE_MAX_FRAME_LEN.
  */
 size_t qhca_roce_frame_len(uint8_t opcode, size_t payload_len);
+/* The same for the frame of h (IPv4 or IPv6 as h->ipv6 says) */
+size_t qhca_roce_frame_len_hdr(const QhcaRoceHdr *h, size_t payload_len);
+
+/* An IPv4 address as a GID is IPv4-mapped IPv6, ::ffff:a.b.c.d */
+bool qhca_roce_gid_is_ipv4(const uint8_t *gid);
+/*
+ * Whether an IPv6 address may be a RoCEv2 endpoint: not unspecified (::),
+ * loopback (::1), multicast (ff00::/8) or IPv4-mapped
+ */
+bool qhca_roce_ip6_unicast(const uint8_t *addr);
+/*
+ * Set h's addresses from a source and a destination GID: IPv4 if both are
+ * IPv4-mapped, IPv6 if both are IPv6 endpoints (qhca_roce_ip6_unicast());
+ * false (h unchanged) if the two differ or an IPv6 one is not an endpoint
+ */
+bool qhca_roce_set_gids(QhcaRoceHdr *h, const uint8_t *sgid,
+                        const uint8_t *dgid);
+/* h's source and destination addresses as GIDs (IPv4-mapped for IPv4) */
+void qhca_roce_src_gid(const QhcaRoceHdr *h, uint8_t *gid);
+void qhca_roce_dst_gid(const QhcaRoceHdr *h, uint8_t *gid);
+/*
+ * The destination address of an untrusted frame of len bytes as a GID, if
+ * it is IPv4 or IPv6 and long enough to hold it (nothing else checked)
+ */
+bool qhca_roce_frame_dst_gid(const uint8_t *frame, size_t len,
+                             uint8_t *gid);
 
 /*
- * Write the Ethernet, IPv4 (checksummed), UDP (checksum 0), BTH and
- * extension headers of a frame carrying payload_len bytes into buf.
+ * Write the Ethernet, IPv4 (checksummed) or IPv6, UDP (checksum 0 until
+ * qhca_roce_finish()), BTH and extension headers of a frame carrying
+ * payload_len bytes into buf.
  * Returns the payload offset, or a negative QhcaRoceErr.  buf must hold
  * the whole frame (qhca_roce_frame_len()).  Then put the payload at the
  * returned offset and call qhca_roce_finish().
@@ -321,7 +374,8 @@ int qhca_roce_build_headers(uint8_t *buf, size_t size,
 
 /*
  * Zero the pad bytes and store the ICRC of a frame written by
- * qhca_roce_build_headers() whose payload is in place.
+ * qhca_roce_build_headers() whose payload is in place; over IPv6, then
+ * the UDP checksum (IPv4 frames go without one).
  */
 void qhca_roce_finish(uint8_t *frame, size_t frame_len);
 
@@ -334,8 +388,8 @@ int qhca_roce_build(uint8_t *buf, size_t size, const QhcaRoceHdr *hdr,
                     const void *payload, size_t payload_len);
 
 /*
- * Parse and check an untrusted frame of len bytes (bytes after the IPv4
- * total length, e.g. Ethernet padding, are ignored).  On QHCA_ROCE_OK pkt
+ * Parse and check an untrusted frame of len bytes (bytes after the IP
+ * datagram, e.g. Ethernet padding, are ignored).  On QHCA_ROCE_OK pkt
  * is filled in; on error pkt's contents are unspecified.
  */
 QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,

@@ -229,6 +229,26 @@ static const uint8_t scapy_uc_frame[] = {
 
 /* ---- Helpers to build and mutate frames ---- */
 
+/* random_hdr() makes IPv6 headers while this is set */
+static bool use_ip6;
+
+/* A random IPv6 unicast address: link-local (as the kernel's GIDs) or not */
+static void random_ip6(uint8_t *a)
+{
+    int i;
+
+    for (i = 0; i < 16; i++) {
+        a[i] = rnd(256);
+    }
+    if (rnd(2)) {
+        a[0] = 0xfe;
+        a[1] = 0x80;
+        memset(a + 2, 0, 6);
+    } else {
+        a[0] = 0x20 | rnd(16);      /* 2000::/3, global unicast */
+    }
+}
+
 static void random_hdr(QhcaRoceHdr *h, uint8_t opcode)
 {
     int i;
@@ -238,11 +258,18 @@ static void random_hdr(QhcaRoceHdr *h, uint8_t opcode)
         h->dst_mac[i] = rnd(256);
         h->src_mac[i] = rnd(256);
     }
-    h->src_ip = rnd64();
-    h->dst_ip = rnd64();
+    if (use_ip6) {
+        h->ipv6 = true;
+        random_ip6(h->src_ip6);
+        random_ip6(h->dst_ip6);
+        h->flow_label = rnd(1 << 20);
+    } else {
+        h->src_ip = rnd64();
+        h->dst_ip = rnd64();
+        h->ip_id = rnd(65536);
+    }
     h->tos = rnd(256);
     h->ttl = rnd(256);
-    h->ip_id = rnd(65536);
     h->src_port = qhca_roce_udp_sport(rnd64());
     h->opcode = opcode;
     h->se = rnd(2);
@@ -285,7 +312,7 @@ static bool op_has(const QhcaRoceOpInfo *op, QhcaRoceExt ext)
 static uint8_t *build_frame(const QhcaRoceHdr *h, const uint8_t *payload,
                             size_t payload_len, size_t *len)
 {
-    size_t flen = qhca_roce_frame_len(h->opcode, payload_len);
+    size_t flen = qhca_roce_frame_len_hdr(h, payload_len);
     uint8_t *buf;
     int r;
 
@@ -316,20 +343,72 @@ static void make_base(uint8_t opcode, size_t payload_len)
     base_len = r;
 }
 
+static bool is_ip6(const uint8_t *f)
+{
+    return get_be16(f + 12) == 0x86dd;
+}
+
+/* The IPv4 header checksum (IPv6 has none) */
 static void fix_ip_csum(uint8_t *f)
 {
+    if (is_ip6(f)) {
+        return;
+    }
     put_be16(f + 14 + 10, 0);
     put_be16(f + 14 + 10, qhca_roce_inet_csum(f + 14, 20));
 }
 
+/* Where the IP datagram of a frame says it ends */
+static size_t ip_end(const uint8_t *f)
+{
+    return is_ip6(f) ? 14 + 40 + get_be16(f + 18) : 14 + get_be16(f + 16);
+}
+
+/* The IPv6 UDP checksum of a frame ending at frame_len (0 stays 0) */
+static void fix_udp6_csum(uint8_t *f, size_t frame_len)
+{
+    uint8_t *ph = malloc(40 + frame_len);
+    size_t ulen = frame_len - 54;
+    uint16_t csum;
+
+    assert(ph);
+    if (!get_be16(f + 54 + 6)) {
+        free(ph);
+        return;
+    }
+    memcpy(ph, f + 22, 32);
+    memset(ph + 32, 0, 8);
+    put_be16(ph + 34, ulen);
+    ph[39] = 17;
+    memcpy(ph + 40, f + 54, ulen);
+    put_be16(ph + 40 + 6, 0);
+    csum = qhca_roce_inet_csum(ph, 40 + ulen);
+    put_be16(f + 54 + 6, csum ? csum : 0xffff);
+    free(ph);
+}
+
+/* The ICRC, and over IPv6 the UDP checksum that covers it */
 static void fix_icrc(uint8_t *f, size_t frame_len)
 {
     put_le32(f + frame_len - 4, qhca_roce_icrc(f, frame_len));
+    if (is_ip6(f)) {
+        fix_udp6_csum(f, frame_len);
+    }
 }
 
 /* Change the IP total and UDP lengths so the frame ends at frame_len */
 static void reframe(uint8_t *f, size_t frame_len)
 {
+    if (is_ip6(f)) {
+        put_be16(f + 14 + 4, frame_len - 54);
+        put_be16(f + 54 + 4, frame_len - 54);
+        if (frame_len >= QHCA_ROCE_IP6_MIN_FRAME_LEN) {
+            fix_icrc(f, frame_len);
+        } else if (frame_len >= 54 + 8) {
+            fix_udp6_csum(f, frame_len);
+        }
+        return;
+    }
     put_be16(f + 14 + 2, frame_len - 14);
     put_be16(f + 34 + 4, frame_len - 34);
     fix_ip_csum(f);
@@ -669,6 +748,8 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
     QhcaRocePkt pkt;
     QhcaRoceHdr *g = &pkt.hdr;
     size_t len, i, exp_pad = (4 - plen % 4) % 4;
+    /* IPv6 puts the UDP header and all after it 20 bytes further on */
+    size_t u = use_ip6 ? 54 : 34, b = u + 8;
     uint32_t off;
 
     assert(payload);
@@ -677,22 +758,48 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
     }
     random_hdr(&h, opcode);
     f = build_frame(&h, payload, plen, &len);
-    CHECK_EQ(len, 14 + 20 + 8 + 12 + op->ext_len + plen + exp_pad + 4);
+    CHECK_EQ(len, u + 8 + 12 + op->ext_len + plen + exp_pad + 4);
     pcap_record(f, len, len);
 
     /* Fixed fields as the builder must write them */
-    CHECK_EQ(get_be16(f + 12), 0x0800);
-    CHECK_EQ(f[14], 0x45);
-    CHECK_EQ(get_be16(f + 14 + 2), len - 14);
-    CHECK_EQ(get_be16(f + 14 + 6), 0x4000);     /* DF, offset 0 */
-    CHECK_EQ(f[14 + 9], 17);
-    CHECK_EQ(qhca_roce_inet_csum(f + 14, 20), 0);
-    CHECK_EQ(get_be16(f + 34 + 2), 4791);
-    CHECK_EQ(get_be16(f + 34 + 4), len - 34);
-    CHECK_EQ(get_be16(f + 34 + 6), 0);
-    CHECK_EQ((f[42 + 1] >> 4) & 3, exp_pad);
-    CHECK_EQ(f[42 + 1] & 0xf, 0);
-    CHECK_EQ(f[42 + 8] & 0x7f, 0);
+    if (use_ip6) {
+        CHECK_EQ(get_be16(f + 12), 0x86dd);
+        CHECK_EQ(f[14] >> 4, 6);
+        CHECK_EQ((get_be16(f + 14) >> 4) & 0xff, h.tos);
+        CHECK_EQ((f[15] & 0xf) << 16 | get_be16(f + 16), h.flow_label);
+        CHECK_EQ(get_be16(f + 14 + 4), len - 54);
+        CHECK_EQ(f[14 + 6], 17);
+        CHECK_EQ(f[14 + 7], h.ttl);
+        CHECK(memcmp(f + 22, h.src_ip6, 16) == 0);
+        CHECK(memcmp(f + 38, h.dst_ip6, 16) == 0);
+        /* UDP checksum present and right over the pseudo-header */
+        CHECK(get_be16(f + u + 6) != 0);
+        {
+            uint8_t *ph = malloc(40 + len - u);
+
+            assert(ph);
+            memcpy(ph, f + 22, 32);
+            memset(ph + 32, 0, 8);
+            put_be16(ph + 34, len - u);
+            ph[39] = 17;
+            memcpy(ph + 40, f + u, len - u);
+            CHECK_EQ(qhca_roce_inet_csum(ph, 40 + len - u), 0);
+            free(ph);
+        }
+    } else {
+        CHECK_EQ(get_be16(f + 12), 0x0800);
+        CHECK_EQ(f[14], 0x45);
+        CHECK_EQ(get_be16(f + 14 + 2), len - 14);
+        CHECK_EQ(get_be16(f + 14 + 6), 0x4000);     /* DF, offset 0 */
+        CHECK_EQ(f[14 + 9], 17);
+        CHECK_EQ(qhca_roce_inet_csum(f + 14, 20), 0);
+        CHECK_EQ(get_be16(f + u + 6), 0);
+    }
+    CHECK_EQ(get_be16(f + u + 2), 4791);
+    CHECK_EQ(get_be16(f + u + 4), len - u);
+    CHECK_EQ((f[b + 1] >> 4) & 3, exp_pad);
+    CHECK_EQ(f[b + 1] & 0xf, 0);
+    CHECK_EQ(f[b + 8] & 0x7f, 0);
     for (i = 0; i < exp_pad; i++) {
         CHECK_EQ(f[len - 4 - exp_pad + i], 0);
     }
@@ -702,11 +809,11 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
     CHECK_EQ(pkt.frame_len, len);
     CHECK_EQ(pkt.ip_off, 14);
     CHECK_EQ(pkt.ip_len, len - 14);
-    CHECK_EQ(pkt.udp_off, 34);
-    CHECK_EQ(pkt.udp_len, len - 34);
-    CHECK_EQ(pkt.udp_csum, 0);
-    CHECK_EQ(pkt.bth_off, 42);
-    off = 54;
+    CHECK_EQ(pkt.udp_off, u);
+    CHECK_EQ(pkt.udp_len, len - u);
+    CHECK_EQ(pkt.udp_csum, get_be16(f + u + 6));
+    CHECK_EQ(pkt.bth_off, b);
+    off = b + 12;
     for (i = 0; i < QHCA_ROCE_EXT_COUNT; i++) {
         if (!op_has(op, i)) {
             CHECK_EQ(pkt.ext_off[i], 0);
@@ -716,7 +823,7 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
         CHECK_EQ(pkt.ext_off[op->ext[i]], off);
         off += ext_len_of(op->ext[i]);
     }
-    CHECK_EQ(pkt.payload_off, 54 + op->ext_len);
+    CHECK_EQ(pkt.payload_off, b + 12 + op->ext_len);
     CHECK_EQ(off, pkt.payload_off);
     CHECK_EQ(pkt.payload_len, plen);
     CHECK_EQ(pkt.pad, exp_pad);
@@ -726,8 +833,12 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
 
     CHECK(memcmp(g->dst_mac, h.dst_mac, 6) == 0);
     CHECK(memcmp(g->src_mac, h.src_mac, 6) == 0);
+    CHECK_EQ(g->ipv6, h.ipv6);
     CHECK_EQ(g->src_ip, h.src_ip);
     CHECK_EQ(g->dst_ip, h.dst_ip);
+    CHECK(memcmp(g->src_ip6, h.src_ip6, 16) == 0);
+    CHECK(memcmp(g->dst_ip6, h.dst_ip6, 16) == 0);
+    CHECK_EQ(g->flow_label, h.flow_label);
     CHECK_EQ(g->tos, h.tos);
     CHECK_EQ(g->ttl, h.ttl);
     CHECK_EQ(g->ip_id, h.ip_id);
@@ -964,8 +1075,8 @@ static void test_parse_errors(void)
     CHECK_EQ(parse_base(0), QHCA_ROCE_ERR_TOO_SHORT);
     CHECK_EQ(parse_base(41), QHCA_ROCE_ERR_TOO_SHORT);
 
-    put_be16(base + 12, 0x86dd);
-    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_NOT_IPV4);
+    put_be16(base + 12, 0x86dd);    /* an IPv4 header: version 4, not 6 */
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_VERSION);
     put_be16(base + 12, 0x8100);
     CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_NOT_IPV4);
 
@@ -1226,10 +1337,26 @@ static void test_parse_bit_flips(void)
         for (byte = 0; byte < len; byte++) {
             for (bit = 0; bit < 8; bit++) {
                 QhcaRoceErr err;
+                bool free_bit;
 
                 f[byte] ^= 1 << bit;
                 err = parse_exact(f, len, &pkt);
-                if (byte < 12 || byte == 42 + 4) {
+                if (use_ip6) {
+                    /*
+                     * IPv6 has no header checksum: its traffic class, flow
+                     * label and hop limit are in neither the ICRC nor the
+                     * UDP checksum; a checksum flipped to 0 means "none".
+                     * The UDP checksum does cover FECN/BECN.
+                     */
+                    free_bit = byte < 12 ||
+                               (byte == 14 && bit < 4) ||
+                               (byte >= 15 && byte <= 17) || byte == 21 ||
+                               ((byte == 60 || byte == 61) &&
+                                get_be16(f + 60) == 0);
+                } else {
+                    free_bit = byte < 12 || byte == 42 + 4;
+                }
+                if (free_bit) {
                     CHECK_EQ(err, QHCA_ROCE_OK);
                 } else {
                     CHECK(err != QHCA_ROCE_OK);
@@ -1250,19 +1377,27 @@ static void check_pkt_sane(const QhcaRocePkt *pkt, size_t len)
     CHECK(pkt->frame_len <= len);
     CHECK(pkt->frame_len >= QHCA_ROCE_MIN_FRAME_LEN);
     CHECK_EQ(pkt->ip_len + 14, pkt->frame_len);
-    CHECK_EQ(pkt->udp_len + 34, pkt->frame_len);
+    CHECK_EQ(pkt->udp_len + pkt->udp_off, pkt->frame_len);
+    CHECK_EQ(pkt->udp_off, pkt->hdr.ipv6 ? 54 : 34);
+    CHECK_EQ(pkt->bth_off, pkt->udp_off + 8);
     CHECK(pkt->pad <= 3);
     CHECK_EQ((pkt->payload_len + pkt->pad) % 4, 0);
     CHECK_EQ(pkt->payload_off + pkt->payload_len + pkt->pad + 4,
              pkt->frame_len);
     CHECK_EQ(pkt->icrc_off + 4, pkt->frame_len);
-    CHECK(pkt->payload_off >= 54);
+    CHECK(pkt->payload_off >= pkt->bth_off + 12);
     for (i = 0; i < QHCA_ROCE_EXT_COUNT; i++) {
         CHECK(pkt->ext_off[i] == 0 ||
-              (pkt->ext_off[i] >= 54 && pkt->ext_off[i] < pkt->payload_off));
+              (pkt->ext_off[i] >= pkt->bth_off + 12 &&
+               pkt->ext_off[i] < pkt->payload_off));
     }
     if (pkt->op && !(pkt->op->flags & QHCA_ROCE_OPF_PAYLOAD)) {
         CHECK_EQ(pkt->payload_len, 0);
+    }
+    if (pkt->hdr.ipv6) {
+        CHECK(qhca_roce_ip6_unicast(pkt->hdr.src_ip6));
+        CHECK(qhca_roce_ip6_unicast(pkt->hdr.dst_ip6));
+        CHECK(pkt->hdr.flow_label <= 0xfffff);
     }
 }
 
@@ -1290,7 +1425,31 @@ static void test_fuzz_random(void)
         for (j = 0; j < len; j++) {
             buf[j] = rnd(256);
         }
-        if (len >= 60 && rnd(4)) {
+        if (len >= 80 && rnd(3) == 0) {
+            /* The same over IPv6 */
+            size_t plen = rnd(4) ? len - 54 - rnd(8) : rnd(65536);
+
+            put_be16(buf + 12, 0x86dd);
+            buf[14] = 0x60 | (buf[14] & 0xf);
+            put_be16(buf + 18, plen);
+            buf[20] = rnd(8) ? 17 : rnd(256);
+            if (rnd(8)) {
+                random_ip6(buf + 22);
+                random_ip6(buf + 38);
+            }
+            put_be16(buf + 56, 4791);
+            put_be16(buf + 58, rnd(8) ? plen : rnd(65536));
+            put_be16(buf + 60, rnd(2) ? 0 : rnd(65536));
+            if (rnd(2)) {
+                buf[62] = expected_ops[rnd(N_ELEMS(expected_ops))].opcode;
+                buf[63] &= 0xf0 | (rnd(8) ? 0 : 0xff);
+                put_be16(buf + 64, 0xffff);
+            }
+            if (rnd(2) && plen + 54 <= len &&
+                plen + 54 >= QHCA_ROCE_IP6_MIN_FRAME_LEN) {
+                fix_icrc(buf, plen + 54);
+            }
+        } else if (len >= 60 && rnd(4)) {
             /* Get past the Ethernet/IP/UDP checks most of the time */
             size_t ip_len = rnd(4) ? len - 14 - rnd(8) : rnd(65536);
 
@@ -1335,6 +1494,7 @@ static void test_fuzz_mutate(void)
         QhcaRoceHdr h;
         int r;
 
+        use_ip6 = rnd(2);
         random_hdr(&h, opcode);
         for (j = 0; j < plen; j++) {
             payload[j] = rnd(256);
@@ -1375,17 +1535,424 @@ static void test_fuzz_mutate(void)
         }
         /* Sometimes make the checksums right again to go deeper */
         if (len >= QHCA_ROCE_MIN_FRAME_LEN && rnd(2)) {
-            size_t ip_len = get_be16(buf + 16);
+            size_t end = ip_end(buf);
 
             fix_ip_csum(buf);
-            if (ip_len + 14 <= len && ip_len + 14 >= QHCA_ROCE_MIN_FRAME_LEN) {
-                fix_icrc(buf, ip_len + 14);
+            if (end <= len && end >= (is_ip6(buf) ?
+                                      QHCA_ROCE_IP6_MIN_FRAME_LEN :
+                                      QHCA_ROCE_MIN_FRAME_LEN)) {
+                fix_icrc(buf, end);
             }
         }
         check_parse_any(buf, len, &n_ok);
     }
+    use_ip6 = false;
     printf("# fuzz_mutate: %d of %d frames parsed\n", n_ok, i);
     CHECK(n_ok > 100);
+}
+
+/* ---- RoCEv2 over IPv6 ---- */
+
+/*
+ * A UD SEND_ONLY over IPv6 between two link-local addresses, byte for byte:
+ * traffic class 0x12, flow label 0xabcde, hop limit 64.  The ICRC
+ * (0x41c96638) and the UDP checksum (0x3172) were computed by a Python
+ * model of Annex A17 and RFC 8200 (zlib.crc32 over the masked
+ * pseudo-packet, as tests/unit/icrc-check.py does), not by this library.
+ */
+static const uint8_t ip6_ud_frame[] = {
+    /* Ethernet */
+    0x52, 0x54, 0x00, 0x00, 0x00, 0x02, 0x52, 0x54, 0x00, 0x00, 0x00, 0x01,
+    0x86, 0xdd,
+    /* IPv6: 6, tclass 0x12, flow 0xabcde, plen 36, UDP, hop limit 64 */
+    0x61, 0x2a, 0xbc, 0xde, 0x00, 0x24, 0x11, 0x40,
+    0xfe, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x01,
+    0xfe, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x02,
+    /* UDP: 0xc123 -> 4791, len 36, checksum */
+    0xc1, 0x23, 0x12, 0xb7, 0x00, 0x24, 0x31, 0x72,
+    /* BTH: UD_SEND_ONLY, pkey, QP 0x000102, PSN 5 */
+    0x64, 0x00, 0xff, 0xff, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x05,
+    /* DETH: Q_Key 0x11112222, source QP 3 */
+    0x11, 0x11, 0x22, 0x22, 0x00, 0x00, 0x00, 0x03,
+    'a', 'b', 'c', 'd',
+    /* ICRC, little-endian */
+    0x38, 0x66, 0xc9, 0x41,
+};
+
+static void ip6_ud_hdr(QhcaRoceHdr *h)
+{
+    static const uint8_t src[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                                     0x50, 0x54, 0x00, 0xff, 0xfe, 0, 0, 1 };
+    static const uint8_t dst[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                                     0x50, 0x54, 0x00, 0xff, 0xfe, 0, 0, 2 };
+
+    memset(h, 0, sizeof(*h));
+    memcpy(h->dst_mac, ip6_ud_frame, 6);
+    memcpy(h->src_mac, ip6_ud_frame + 6, 6);
+    h->ipv6 = true;
+    memcpy(h->src_ip6, src, 16);
+    memcpy(h->dst_ip6, dst, 16);
+    h->tos = 0x12;
+    h->flow_label = 0xabcde;
+    h->ttl = 64;
+    h->ip_id = 0x5555;              /* not used over IPv6 */
+    h->src_port = 0xc123;
+    h->opcode = QHCA_ROCE_OP_UD_SEND_ONLY;
+    h->pkey = 0xffff;
+    h->dest_qp = 0x102;
+    h->psn = 5;
+    h->deth.qkey = 0x11112222;
+    h->deth.src_qp = 3;
+}
+
+static void test_ip6_known_frame(void)
+{
+    size_t len = sizeof(ip6_ud_frame);
+    uint8_t f[sizeof(ip6_ud_frame)];
+    QhcaRoceHdr h;
+    QhcaRocePkt pkt;
+    int r;
+
+    ip6_ud_hdr(&h);
+    CHECK_EQ(qhca_roce_frame_len_hdr(&h, 4), len);
+    CHECK_EQ(qhca_roce_frame_len_hdr(&h, 4), qhca_roce_frame_len(h.opcode, 4) +
+             20);
+    r = qhca_roce_build(f, sizeof(f), &h, "abcd", 4);
+    CHECK_EQ(r, len);
+    for (r = 0; r < (int)len; r++) {
+        if (f[r] != ip6_ud_frame[r]) {
+            printf("# byte %d: 0x%02x, expected 0x%02x\n", r, f[r],
+                   ip6_ud_frame[r]);
+            case_failed = true;
+        }
+    }
+    CHECK_EQ(qhca_roce_icrc(ip6_ud_frame, len), 0x41c96638);
+    CHECK_EQ(parse_exact(ip6_ud_frame, len, &pkt), QHCA_ROCE_OK);
+    CHECK(pkt.hdr.ipv6);
+    CHECK(memcmp(pkt.hdr.src_ip6, h.src_ip6, 16) == 0);
+    CHECK(memcmp(pkt.hdr.dst_ip6, h.dst_ip6, 16) == 0);
+    CHECK_EQ(pkt.hdr.tos, 0x12);
+    CHECK_EQ(pkt.hdr.flow_label, 0xabcde);
+    CHECK_EQ(pkt.hdr.ttl, 64);
+    CHECK_EQ(pkt.hdr.src_ip | pkt.hdr.dst_ip | pkt.hdr.ip_id, 0);
+    CHECK_EQ(pkt.ip_len, 76);
+    CHECK_EQ(pkt.udp_off, 54);
+    CHECK_EQ(pkt.udp_csum, 0x3172);
+    CHECK_EQ(pkt.bth_off, 62);
+    CHECK_EQ(pkt.ext_off[QHCA_ROCE_EXT_DETH], 74);
+    CHECK_EQ(pkt.payload_off, 82);
+    CHECK_EQ(pkt.payload_len, 4);
+    CHECK_EQ(pkt.hdr.deth.qkey, 0x11112222);
+    CHECK_EQ(pkt.hdr.deth.src_qp, 3);
+    pcap_record(ip6_ud_frame, len, len);
+}
+
+/*
+ * Over IPv6 the ICRC leaves out the traffic class, flow label and hop
+ * limit (A17.8: set to all ones) and the UDP checksum; the version, the
+ * payload length, the next header and the addresses are in it
+ */
+static void test_ip6_icrc_masked_fields(void)
+{
+    size_t len = sizeof(ip6_ud_frame);
+    uint32_t icrc = qhca_roce_icrc(ip6_ud_frame, len);
+    uint8_t f[sizeof(ip6_ud_frame)];
+    size_t i;
+    int bit;
+
+    for (i = 0; i < len - 4; i++) {
+        for (bit = 0; bit < 8; bit++) {
+            bool is_masked = i < 14 ||                  /* Ethernet */
+                             (i == 14 && bit < 4) ||    /* tclass high */
+                             (i >= 15 && i <= 17) ||    /* tclass, flow */
+                             i == 21 ||                 /* hop limit */
+                             i == 60 || i == 61 ||      /* UDP checksum */
+                             i == 66;                   /* BTH resv8a */
+
+            memcpy(f, ip6_ud_frame, len);
+            f[i] ^= 1 << bit;
+            if (i == 12 || i == 13) {
+                continue;           /* the Ethertype picks the layout */
+            }
+            if (is_masked) {
+                CHECK_EQ(qhca_roce_icrc(f, len), icrc);
+            } else {
+                CHECK(qhca_roce_icrc(f, len) != icrc);
+            }
+        }
+    }
+    /* An IPv4 frame's masks do not apply at IPv6 offsets, and back */
+    memcpy(f, ip6_ud_frame, len);
+    f[14 + 1 + 8] ^= 0xff;          /* IPv4's TTL offset: a source byte */
+    CHECK(qhca_roce_icrc(f, len) != icrc);
+}
+
+/* Make base an IPv6 frame (ICRC and UDP checksum right) */
+static void make_base6(uint8_t opcode, size_t payload_len)
+{
+    use_ip6 = true;
+    make_base(opcode, payload_len);
+    use_ip6 = false;
+}
+
+static void test_ip6_parse_errors(void)
+{
+    static const uint8_t bad_addrs[][16] = {
+        { 0 },                                          /* :: */
+        { [15] = 1 },                                   /* ::1 */
+        { 0xff, 0x02, [15] = 1 },                       /* ff02::1 */
+        { 0xff, 0x0e, [15] = 0x42 },                    /* ff0e::42 */
+        { [10] = 0xff, 0xff, 10, 0, 0, 1 },             /* ::ffff:10.0.0.1 */
+    };
+    size_t len, i;
+    QhcaRocePkt pkt;
+
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    len = base_len;
+    CHECK_EQ(len, 14 + 40 + 8 + 12 + 8 + 4);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_OK);
+    CHECK_EQ(parse_base(61), QHCA_ROCE_ERR_TOO_SHORT);
+    CHECK_EQ(parse_base(62), QHCA_ROCE_ERR_IP_TOTAL_LEN);
+
+    /* The version must match the Ethertype */
+    base[14] = 0x40 | (base[14] & 0xf);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_VERSION);
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    put_be16(base + 12, 0x0800);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_VERSION);
+
+    /* Payload length: shorter than UDP, past the frame, a jumbogram's 0 */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    put_be16(base + 18, 7);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_TOTAL_LEN);
+    put_be16(base + 18, 0);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_TOTAL_LEN);
+    put_be16(base + 18, len - 54 + 1);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_TOTAL_LEN);
+    put_be16(base + 18, 0xffff);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_TOTAL_LEN);
+
+    /* Extension headers (hop-by-hop, routing, fragment) or not UDP */
+    {
+        static const uint8_t next[] = { 0, 43, 44, 6, 58, 59, 60 };
+
+        for (i = 0; i < N_ELEMS(next); i++) {
+            make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+            base[20] = next[i];
+            CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_NOT_UDP);
+        }
+    }
+
+    /* Source and destination must be unicast, right checksums or not */
+    for (i = 0; i < N_ELEMS(bad_addrs); i++) {
+        make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+        memcpy(base + 22, bad_addrs[i], 16);
+        fix_icrc(base, len);
+        CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_ADDR);
+        make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+        memcpy(base + 38, bad_addrs[i], 16);
+        fix_icrc(base, len);
+        CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_IP_ADDR);
+    }
+
+    /* UDP length must be the payload length */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    put_be16(base + 58, len - 54 - 1);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_UDP_LEN);
+    put_be16(base + 58, len - 54 + 4);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_UDP_LEN);
+
+    /* UDP checksum: a wrong one fails; 0 (none, as Soft-RoCE) passes */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    CHECK(get_be16(base + 60) != 0);
+    base[61] ^= 0x01;
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_UDP_CSUM);
+    put_be16(base + 60, 0);
+    CHECK_EQ(parse_exact(base, len, &pkt), QHCA_ROCE_OK);
+    CHECK_EQ(pkt.udp_csum, 0);
+    /* The UDP checksum covers the addresses (the pseudo-header) */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    base[22 + 15] ^= 0x04;
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_UDP_CSUM);
+
+    /* A payload change with a right UDP checksum: the ICRC catches it */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    base[74] ^= 0x20;
+    fix_udp6_csum(base, len);
+    CHECK_EQ(parse_base(len), QHCA_ROCE_ERR_ICRC);
+
+    /* Transport headers cut short */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 0);
+    reframe(base, 14 + 40 + 8 + 12);
+    CHECK_EQ(parse_base(14 + 40 + 8 + 12), QHCA_ROCE_ERR_SHORT_TRANSPORT);
+    make_base6(QHCA_ROCE_OP_UD_SEND_ONLY, 0);
+    reframe(base, base_len - 4);
+    CHECK_EQ(parse_base(base_len - 4), QHCA_ROCE_ERR_SHORT_TRANSPORT);
+
+    /*
+     * Traffic class, flow label and hop limit are covered by nothing:
+     * any value is taken and reported
+     */
+    make_base6(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
+    base[14] = 0x6f;
+    base[15] = base[16] = base[17] = 0xff;
+    base[21] = 0;
+    CHECK_EQ(parse_exact(base, len, &pkt), QHCA_ROCE_OK);
+    CHECK_EQ(pkt.hdr.tos, 0xff);
+    CHECK_EQ(pkt.hdr.flow_label, 0xfffff);
+    CHECK_EQ(pkt.hdr.ttl, 0);
+
+    /* Ethernet padding after the datagram is ignored */
+    make_base6(QHCA_ROCE_OP_RC_ACKNOWLEDGE, 0);
+    CHECK_EQ(base_len, 82);
+    CHECK_EQ(parse_exact(base, base_len + 20, &pkt), QHCA_ROCE_OK);
+    CHECK_EQ(pkt.frame_len, 82);
+}
+
+static void test_ip6_build_errors(void)
+{
+    uint8_t *buf = malloc(QHCA_ROCE_MAX_FRAME_LEN + 4);
+    QhcaRoceHdr h;
+    size_t max_payload;
+    int r;
+
+    assert(buf);
+    ip6_ud_hdr(&h);
+    h.flow_label = 0x100000;
+    CHECK_EQ(qhca_roce_build(buf, 256, &h, NULL, 0),
+             -QHCA_ROCE_ERR_FIELD_RANGE);
+    h.flow_label = 0xfffff;
+    CHECK(qhca_roce_build(buf, 256, &h, NULL, 0) > 0);
+    /* ...but an IPv4 header's flow_label is not looked at */
+    h.ipv6 = false;
+    h.flow_label = 0xffffffff;
+    CHECK(qhca_roce_build(buf, 256, &h, NULL, 0) > 0);
+
+    /* An IPv6 frame is held to QHCA_ROCE_MAX_FRAME_LEN too */
+    ip6_ud_hdr(&h);
+    h.opcode = QHCA_ROCE_OP_RC_SEND_ONLY;
+    max_payload = 65535 - 40 - 8 - 12 - 4 - 3;
+    CHECK_EQ(max_payload % 4, 0);
+    CHECK_EQ(qhca_roce_frame_len_hdr(&h, max_payload), 14 + 65532);
+    CHECK_EQ(qhca_roce_frame_len_hdr(&h, max_payload + 1), 0);
+    CHECK_EQ(qhca_roce_build(buf, QHCA_ROCE_MAX_FRAME_LEN, &h, NULL,
+                             max_payload + 1), -QHCA_ROCE_ERR_TOO_LONG);
+    {
+        uint8_t *payload = calloc(1, max_payload);
+        QhcaRocePkt pkt;
+
+        assert(payload);
+        r = qhca_roce_build(buf, QHCA_ROCE_MAX_FRAME_LEN, &h, payload,
+                            max_payload);
+        CHECK_EQ(r, 14 + 65532);
+        if (r > 0) {
+            CHECK_EQ(parse_exact(buf, r, &pkt), QHCA_ROCE_OK);
+            CHECK_EQ(pkt.payload_len, max_payload);
+            /* a payload length past the IPv4 limit is refused */
+            put_be16(buf + 18, get_be16(buf + 18) + 4);
+            put_be16(buf + 58, get_be16(buf + 18));
+            CHECK_EQ(parse_exact(buf, r + 4, &pkt),
+                     QHCA_ROCE_ERR_IP_TOTAL_LEN);
+        }
+        free(payload);
+    }
+    free(buf);
+    CHECK(strcmp(qhca_roce_strerror(QHCA_ROCE_ERR_IP_ADDR),
+                 "IPv6 address not unicast") == 0);
+}
+
+/* GIDs and addresses */
+static void test_ip6_gids(void)
+{
+    static const uint8_t v4a[16] = { [10] = 0xff, 0xff, 10, 0, 0, 1 };
+    static const uint8_t v4b[16] = { [10] = 0xff, 0xff, 10, 0, 0, 2 };
+    static const uint8_t ll[16] = { 0xfe, 0x80, [8] = 0x50, 0x54, 0x00,
+                                    0xff, 0xfe, 0x12, 0x34, 0x56 };
+    static const uint8_t gl[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
+    static const uint8_t mc[16] = { 0xff, 0x02, [15] = 1 };
+    static const uint8_t any[16] = { 0 };
+    static const uint8_t lo[16] = { [15] = 1 };
+    static const uint8_t two[16] = { [15] = 2 };    /* ::2, unicast */
+    uint8_t g[16], f[128];
+    QhcaRoceHdr h;
+
+    CHECK(qhca_roce_gid_is_ipv4(v4a));
+    CHECK(!qhca_roce_gid_is_ipv4(ll));
+    CHECK(!qhca_roce_gid_is_ipv4(any));
+    CHECK(qhca_roce_ip6_unicast(ll));
+    CHECK(qhca_roce_ip6_unicast(gl));
+    CHECK(qhca_roce_ip6_unicast(two));
+    CHECK(!qhca_roce_ip6_unicast(mc));
+    CHECK(!qhca_roce_ip6_unicast(any));
+    CHECK(!qhca_roce_ip6_unicast(lo));
+    CHECK(!qhca_roce_ip6_unicast(v4a));
+
+    memset(&h, 0, sizeof(h));
+    CHECK(qhca_roce_set_gids(&h, v4a, v4b));
+    CHECK(!h.ipv6);
+    CHECK_EQ(h.src_ip, 0x0a000001);
+    CHECK_EQ(h.dst_ip, 0x0a000002);
+    qhca_roce_src_gid(&h, g);
+    CHECK(memcmp(g, v4a, 16) == 0);
+    qhca_roce_dst_gid(&h, g);
+    CHECK(memcmp(g, v4b, 16) == 0);
+
+    CHECK(qhca_roce_set_gids(&h, ll, gl));
+    CHECK(h.ipv6);
+    CHECK(memcmp(h.src_ip6, ll, 16) == 0);
+    CHECK(memcmp(h.dst_ip6, gl, 16) == 0);
+    qhca_roce_src_gid(&h, g);
+    CHECK(memcmp(g, ll, 16) == 0);
+    qhca_roce_dst_gid(&h, g);
+    CHECK(memcmp(g, gl, 16) == 0);
+
+    /* Mixed families or a non-unicast IPv6 side: refused, h unchanged */
+    CHECK(!qhca_roce_set_gids(&h, v4a, ll));
+    CHECK(!qhca_roce_set_gids(&h, ll, v4a));
+    CHECK(!qhca_roce_set_gids(&h, ll, mc));
+    CHECK(!qhca_roce_set_gids(&h, any, ll));
+    CHECK(!qhca_roce_set_gids(&h, ll, lo));
+    CHECK(h.ipv6);
+    CHECK(memcmp(h.dst_ip6, gl, 16) == 0);
+
+    /* The destination of a frame, as the loopback check reads it */
+    ip6_ud_hdr(&h);
+    CHECK(qhca_roce_build(f, sizeof(f), &h, "abcd", 4) > 0);
+    CHECK(qhca_roce_frame_dst_gid(f, 54, g));
+    CHECK(memcmp(g, h.dst_ip6, 16) == 0);
+    CHECK(!qhca_roce_frame_dst_gid(f, 53, g));
+    h.ipv6 = false;
+    h.dst_ip = 0x0a000002;
+    CHECK(qhca_roce_build(f, sizeof(f), &h, "abcd", 4) > 0);
+    CHECK(qhca_roce_frame_dst_gid(f, 34, g));
+    CHECK(memcmp(g, v4b, 16) == 0);
+    CHECK(!qhca_roce_frame_dst_gid(f, 33, g));
+    CHECK(!qhca_roce_frame_dst_gid(f, 10, g));
+    put_be16(f + 12, 0x8100);
+    CHECK(!qhca_roce_frame_dst_gid(f, 64, g));
+}
+
+static void test_ip6_roundtrip(void)
+{
+    use_ip6 = true;
+    test_roundtrip();
+    use_ip6 = false;
+}
+
+static void test_ip6_parse_truncated(void)
+{
+    use_ip6 = true;
+    test_parse_truncated();
+    use_ip6 = false;
+}
+
+static void test_ip6_parse_bit_flips(void)
+{
+    use_ip6 = true;
+    test_parse_bit_flips();
+    use_ip6 = false;
 }
 
 static const RoceCase roce_cases[] = {
@@ -1406,6 +1973,14 @@ static const RoceCase roce_cases[] = {
     { "/roce/parse-bit-flips", test_parse_bit_flips },
     { "/roce/fuzz-random", test_fuzz_random },
     { "/roce/fuzz-mutate", test_fuzz_mutate },
+    { "/roce/ipv6/known-frame", test_ip6_known_frame },
+    { "/roce/ipv6/icrc-masked-fields", test_ip6_icrc_masked_fields },
+    { "/roce/ipv6/build-parse-roundtrip", test_ip6_roundtrip },
+    { "/roce/ipv6/build-errors", test_ip6_build_errors },
+    { "/roce/ipv6/parse-errors", test_ip6_parse_errors },
+    { "/roce/ipv6/parse-truncated", test_ip6_parse_truncated },
+    { "/roce/ipv6/parse-bit-flips", test_ip6_parse_bit_flips },
+    { "/roce/ipv6/gids", test_ip6_gids },
 };
 
 int main(int argc, char **argv)
