@@ -567,40 +567,46 @@ static void assert_no_cqe(Fx *f, HxDev *d)
     g_assert_cmpuint(c.status, ==, 0xff);
 }
 
+/*
+ * A SEND (with immediate if @imm) of @len bytes at @off in @from's MR over
+ * the UC QPs into a receive WQE at @dst in @to's: both complete, the
+ * receive with the bytes, its length and the immediate
+ */
+static void uc_send_recv(HxDev *from, HxDev *to, uint64_t off, uint64_t dst,
+                         uint32_t len, const uint8_t *imm)
+{
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+
+    fill(from, off, len, len + dst);
+    post_recv(to, uc(to), 0xb000 + len, dst, 4096);
+    w = hx_wqe(imm ? QHCA_WQE_SEND_WITH_IMM : QHCA_WQE_SEND, 0xa000 + len);
+    if (imm) {
+        memcpy(w.imm_data, imm, 4);
+    }
+    post(from, uc(from), &w, off, len);
+    assert_ok(from, uc(from), 0xa000 + len);
+    c = cqe_of(to, uc(to), 0xb000 + len);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, len);
+    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, ==,
+                     imm ? QHCA_CQE_WITH_IMM : 0);
+    if (imm) {
+        g_assert_cmpmem(c.imm_data, 4, imm, 4);
+    }
+    g_assert_true(same(from, off, to, dst, len));
+}
+
 static void test_uc_send(Fx *f, gconstpointer data)
 {
     unsigned b_sent = f->p->sent[1];
     static const uint8_t imm[4] = { 0x12, 0x34, 0x56, 0x78 };
-    struct qhca_send_wqe w;
-    struct qhca_cqe c;
 
     /* 3000 bytes: first, middle and last packet */
-    fill(f->a, 0, 3000, 30);
-    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
-    w = hx_wqe(QHCA_WQE_SEND, 0xa1);
-    post(f->a, uc(f->a), &w, 0, 3000);
-    assert_ok(f->a, uc(f->a), 0xa1);
-    c = cqe_of(f->b, uc(f->b), 0xb1);
-    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
-    g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV);
-    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, ==, 0);
-    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 3000);
-    g_assert_true(same(f->a, 0, f->b, 0x10000, 3000));
-
+    uc_send_recv(f->a, f->b, 0, 0x10000, 3000, NULL);
     /* with immediate, two packets */
-    fill(f->a, 0x4000, 1500, 31);
-    post_recv(f->b, uc(f->b), 0xb2, 0x20000, 4096);
-    w = hx_wqe(QHCA_WQE_SEND_WITH_IMM, 0xa2);
-    memcpy(w.imm_data, imm, 4);
-    post(f->a, uc(f->a), &w, 0x4000, 1500);
-    assert_ok(f->a, uc(f->a), 0xa2);
-    c = cqe_of(f->b, uc(f->b), 0xb2);
-    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
-    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 1500);
-    g_assert_cmpuint(c.flags & QHCA_CQE_WITH_IMM, !=, 0);
-    g_assert_cmpmem(c.imm_data, 4, imm, 4);
-    g_assert_true(same(f->a, 0x4000, f->b, 0x20000, 1500));
-
+    uc_send_recv(f->a, f->b, 0x4000, 0x20000, 1500, imm);
     /* the responder sent nothing back: no ACK of any kind */
     hx_settle(f->p, 10 * 1000 * 1000, 100000);
     g_assert_cmpuint(f->p->sent[1], ==, b_sent);
@@ -800,7 +806,6 @@ static void uc_bad_op(Fx *f, HxQp *qp, uint8_t opcode)
 static void test_uc_read_atomic(Fx *f, gconstpointer data)
 {
     struct qhca_qp_attr at = { 0 };
-    struct qhca_send_wqe w;
 
     uc_bad_op(f, uc(f->a), QHCA_WQE_RDMA_READ);
     uc_bad_op(f, &f->a->drv.qp[HX_QP_UC_SRQ], QHCA_WQE_ATOMIC_FETCH_AND_ADD);
@@ -808,13 +813,7 @@ static void test_uc_read_atomic(Fx *f, gconstpointer data)
     at.qp_state = QHCA_QPS_RTS;
     g_assert_cmpint(hx_modify_qp(f->a, uc(f->a)->qpn, QHCA_QP_ATTR_STATE,
                                  &at), ==, QHCA_CMD_OK);
-    fill(f->a, 0, 100, 60);
-    post_recv(f->b, uc(f->b), 0xb1, 0x10000, 4096);
-    w = hx_wqe(QHCA_WQE_SEND, 0xa3);
-    post(f->a, uc(f->a), &w, 0, 100);
-    assert_ok(f->a, uc(f->a), 0xa3);
-    assert_ok(f->b, uc(f->b), 0xb1);
-    g_assert_true(same(f->a, 0, f->b, 0x10000, 100));
+    uc_send_recv(f->a, f->b, 0, 0x10000, 100, NULL);
 }
 
 /*
@@ -824,18 +823,9 @@ static void test_uc_read_atomic(Fx *f, gconstpointer data)
 static void test_uc_sqe_receives(Fx *f, gconstpointer data)
 {
     struct qhca_send_wqe w;
-    struct qhca_cqe c;
 
     uc_bad_op(f, uc(f->a), QHCA_WQE_RDMA_READ);
-    fill(f->b, 0, 2500, 61);
-    post_recv(f->a, uc(f->a), 0xa9, 0x10000, 4096);
-    w = hx_wqe(QHCA_WQE_SEND, 0xb1);
-    post(f->b, uc(f->b), &w, 0, 2500);
-    assert_ok(f->b, uc(f->b), 0xb1);
-    c = cqe_of(f->a, uc(f->a), 0xa9);
-    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
-    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 2500);
-    g_assert_true(same(f->b, 0, f->a, 0x10000, 2500));
+    uc_send_recv(f->b, f->a, 0, 0x10000, 2500, NULL);
     /* and RDMA WRITEs into it land */
     fill(f->b, 0x4000, 1000, 62);
     w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xb2, f->a, 0x20000);
