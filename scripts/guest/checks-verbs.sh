@@ -11,10 +11,8 @@
 # run-verbs.sh (Soft-RoCE runs, scripts/test.d/rxe). On guests other than 1
 # and 2 it does nothing.
 # shellcheck disable=SC2016 # commands are evaluated on each guest
-_vd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _vd=/qhca
 # shellcheck source=scripts/guest/pair.sh
-. "$_vd/pair.sh"
+. "$(qhca_helper pair.sh)"
 
 pair_setup_dev
 pair_start_mailbox
@@ -180,8 +178,7 @@ if [ "$QHCA_ID" = 1 ] || [ "$QHCA_ID" = 2 ]; then
 fi
 
 # --- loopback: server and client in one guest, to its own GID and IP -----------------------
-_lb=$_vd/loopback.sh
-[ -f "$_lb" ] || _lb=/usr/lib/qhca/loopback.sh
+_lb=$(qhca_helper loopback.sh)
 if [ -f "$_lb" ]; then
 	# shellcheck source=scripts/guest/loopback.sh
 	. "$_lb"

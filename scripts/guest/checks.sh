@@ -7,7 +7,7 @@
 # Exit status 1 if any check failed.
 #
 # Adding checks: write a function that returns non-zero on failure and
-# prints its diagnostics, then `check "name" function [timeout]` at the end
+# prints its diagnostics, then `check "name" function [timeout]` (lib.sh) at the end
 # of this file, or put both in a new scripts/guest/checks-NAME.sh (sourced
 # below, in name order; it is in the image as /usr/lib/qhca/checks-NAME.sh).
 # Every guest runs the same list in the same order, so checks may
@@ -15,35 +15,8 @@
 # $QHCA_ROLE (server on guest 1, client on guest 2) and $QHCA_PEER_IP.
 . /usr/lib/qhca/lib.sh
 
-PASSED=0
-FAILED=0
 WORK=/tmp/checks
 mkdir -p "$WORK"
-
-# check NAME FUNCTION [TIMEOUT]: run FUNCTION, report it. A check that runs
-# longer than TIMEOUT seconds (default 60) is killed and fails.
-check() {
-	_name=$1 _fn=$2 _to=${3:-60}
-	"$_fn" >"$WORK/out" 2>&1 &
-	_pid=$!
-	# (the watchdog must not hold our stdout: init waits for its end)
-	(
-		sleep "$_to"
-		kill -9 "$_pid" 2>/dev/null && echo "timed out after ${_to}s" >>"$WORK/out"
-	) </dev/null >/dev/null 2>&1 &
-	_wd=$!
-	wait "$_pid"
-	_rc=$?
-	kill "$_wd" 2>/dev/null
-	if [ "$_rc" -eq 0 ]; then
-		echo "ok - $_name"
-		PASSED=$((PASSED + 1))
-	else
-		echo "not ok - $_name"
-		sed 's/^/# /' "$WORK/out" | head -n 40
-		FAILED=$((FAILED + 1))
-	fi
-}
 
 # --- what is missing, in words ------------------------------------------------------
 
@@ -206,5 +179,4 @@ for _f in /usr/lib/qhca/checks-*.sh; do
 	. "$_f"
 done
 
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -73,3 +73,106 @@ qhca_barrier() {
 	wait "$_lpid" 2>/dev/null
 	return 0
 }
+
+# --- results: the one runner every guest test uses -------------------------------
+# A test prints one line per case, "ok - NAME" or "not ok - NAME", with
+# "# " lines under a failure saying why, and ends with checks_done. The
+# host counts the lines (scripts/test.d/*).
+PASSED=0
+FAILED=0
+
+ok() {	# ok NAME
+	echo "ok - $1"
+	PASSED=$((PASSED + 1))
+}
+
+not_ok() {	# not_ok NAME [DIAGNOSTIC...]: each diagnostic's lines as "# " lines
+	echo "not ok - $1"
+	shift
+	for _l in "$@"; do
+		printf '%s\n' "$_l" | sed 's/^/# /'
+	done
+	FAILED=$((FAILED + 1))
+}
+
+# check NAME FUNCTION [TIMEOUT]: run FUNCTION (its output kept in
+# $QHCA_CHECK_DIR), ok if it returns 0 within TIMEOUT seconds (default 60;
+# then it is killed); its output (40 lines) under a failure. Then runs
+# $QHCA_AFTER_CHECK if set. Returns FUNCTION's status.
+QHCA_CHECK_DIR=${QHCA_CHECK_DIR:-/tmp/checks}
+check() {
+	_ck_name=$1 _ck_fn=$2 _ck_to=${3:-60}
+	mkdir -p "$QHCA_CHECK_DIR"
+	"$_ck_fn" >"$QHCA_CHECK_DIR/out" 2>&1 &
+	_ck_pid=$!
+	# (the watchdog must not hold our stdout: init waits for its end)
+	(
+		sleep "$_ck_to"
+		kill -9 "$_ck_pid" 2>/dev/null &&
+			echo "timed out after ${_ck_to}s" >>"$QHCA_CHECK_DIR/out"
+	) </dev/null >/dev/null 2>&1 &
+	_ck_wd=$!
+	wait "$_ck_pid"
+	_ck_rc=$?
+	kill "$_ck_wd" 2>/dev/null
+	if [ "$_ck_rc" -eq 0 ]; then
+		ok "$_ck_name"
+	else
+		not_ok "$_ck_name" "$(head -n 40 "$QHCA_CHECK_DIR/out")"
+	fi
+	[ -z "${QHCA_AFTER_CHECK:-}" ] || $QHCA_AFTER_CHECK
+	return "$_ck_rc"
+}
+
+# checks_done: the last line of a test; its exit status (1 if any failed)
+checks_done() {
+	echo "# checks done: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}
+
+# qhca_dmesg_since LINE PATTERN NAME: the check NAME, ok if the kernel
+# logged nothing matching the ERE PATTERN after its first LINE lines
+qhca_dmesg_since() {
+	if dmesg | tail -n +"$(($1 + 1))" | grep -Eq "$2"; then
+		not_ok "$3" "$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$2" | head -n 10)"
+	else
+		ok "$3"
+	fi
+}
+
+# --- the run scripts' common start ------------------------------------------------
+
+# qhca_helper NAME: a helper script, /qhca/NAME when the launcher added it
+# there (--add: the one next to the run script, whatever the image's age),
+# else the image's /usr/lib/qhca/NAME
+qhca_helper() {
+	if [ -f "/qhca/$1" ]; then echo "/qhca/$1"; else echo "/usr/lib/qhca/$1"; fi
+}
+
+# qhca_pair_start: source pair.sh (QHCA_HELPERS: the directory it came
+# from) and say who this guest is
+qhca_pair_start() {
+	QHCA_HELPERS=$(dirname "$(qhca_helper pair.sh)")
+	# shellcheck source=scripts/guest/pair.sh
+	. "$QHCA_HELPERS/pair.sh"
+	echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+}
+
+# --- the qhca device ----------------------------------------------------------------
+
+# qhca_port_state: qhca0 port 1's state, as sysfs says it ("4: ACTIVE")
+qhca_port_state() {
+	cat /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null
+}
+
+# qhca_wait_port WORD SECONDS: wait until the port's state has WORD in it
+# (ACTIVE, DOWN); returns 1 if it has not after SECONDS
+qhca_wait_port() {
+	_wp=0
+	while [ $_wp -lt $(($2 * 10)) ]; do
+		qhca_port_state | grep -q "$1" && return 0
+		sleep 0.1
+		_wp=$((_wp + 1))
+	done
+	return 1
+}

@@ -4,7 +4,7 @@
 #
 # A "pair check" runs a server program on one guest and a client program on
 # another and reports, on both guests, one "ok - NAME" / "not ok - NAME"
-# line (through the `check` runner of checks.sh, or the one below). It is
+# line (through lib.sh's `check` runner). It is
 # ok only if both programs exit 0 and the optional verification passes.
 #
 # Coordination over the IP network (TCP, busybox nc): every guest runs a
@@ -452,37 +452,6 @@ pair_client() {
 		PEER_WHY=$(echo "$_r" | cut -d' ' -f3-)
 	fi
 }
-
-# --- check runner (when not sourced from checks.sh) -----------------------------------------
-
-if ! command -v check >/dev/null 2>&1; then
-	PASSED=0
-	FAILED=0
-	WORK=${WORK:-/tmp/checks}
-	mkdir -p "$WORK"
-	# check NAME FUNCTION [TIMEOUT]: as in checks.sh
-	check() {
-		_cname=$1 _fn=$2 _cto=${3:-60}
-		"$_fn" >"$WORK/out" 2>&1 &
-		_cpid=$!
-		(
-			sleep "$_cto"
-			kill -9 "$_cpid" 2>/dev/null && echo "timed out after ${_cto}s" >>"$WORK/out"
-		) </dev/null >/dev/null 2>&1 &
-		_cwd=$!
-		wait "$_cpid"
-		_crc=$?
-		kill "$_cwd" 2>/dev/null
-		if [ "$_crc" -eq 0 ]; then
-			echo "ok - $_cname"
-			PASSED=$((PASSED + 1))
-		else
-			echo "not ok - $_cname"
-			sed 's/^/# /' "$WORK/out" | head -n 40
-			FAILED=$((FAILED + 1))
-		fi
-	}
-fi
 
 # pcheck NAME SRV_ID CLI_ID TIMEOUT READY SRV_CMD CLI_CMD [VERIFY]: a pair
 # check through `check` (on the two guests involved; nothing elsewhere)

@@ -22,11 +22,7 @@
 # kernel command line (qbench.sizes=1,4096,... qbench.iters=N
 # qbench.tests=ib_write_bw,...), as before.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# bench: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
@@ -91,13 +87,10 @@ if [ -f /qhca/bench.plan ]; then
 				qo=$(qhca_timeout 120 qperf "$SRV" -t 3 -m "$b" "$a" 2>&1)
 				v=$(echo "$qo" | awk '$2 == "=" { print $3, $4; exit }')
 				if [ -n "$v" ]; then
-					echo "ok - $tag"
-					PASSED=$((PASSED + 1))
+					ok "$tag"
 					pair_note "$tag: client: qperf $a $b $v"
 				else
-					echo "not ok - $tag"
-					FAILED=$((FAILED + 1))
-					echo "$qo" | sed 's/^/# /' | tail -n 5
+					not_ok "$tag" "$(echo "$qo" | tail -n 5)"
 				fi
 			fi
 			;;
@@ -111,8 +104,7 @@ if [ -f /qhca/bench.plan ]; then
 	[ "$QHCA_N" -gt 1 ] && { bench_barrier end || echo "# end barrier failed"; }
 	[ -n "${QPERF_PID:-}" ] && kill "$QPERF_PID" 2>/dev/null
 	pair_stop_mailbox
-	echo "# checks done: $PASSED passed, $FAILED failed"
-	[ "$FAILED" -eq 0 ]
+	checks_done
 	exit
 fi
 
@@ -137,5 +129,4 @@ for t in $TESTS; do
 done
 pair_notes
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -4,11 +4,7 @@
 # between guest 1 (server) and guest 2 (client). Prints the usual check
 # lines and, for the summary, "# result: ..." lines.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# demo: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
@@ -37,5 +33,4 @@ pcheck "rping -C $RP_COUNT -S $RP_SIZE -V" 1 2 240 cm:7174 \
 	v_rping_demo
 pair_notes
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

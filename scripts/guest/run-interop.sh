@@ -6,11 +6,7 @@
 # runs twice: qhca serving the rxe client, then rxe serving the qhca client.
 # With --rxe 1,2 (Soft-RoCE on both) the same script validates the harness.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# interop: this guest uses $PAIR_DEV (RoCE v2 GID index $PAIR_GIDX)"
@@ -65,5 +61,4 @@ T=ib_atomic_bw A="-R -n 10" R=cm S=8 both
 T=rping both
 pair_notes
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

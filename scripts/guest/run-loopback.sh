@@ -6,17 +6,11 @@
 # (add --rxe all for Soft-RoCE). Helpers are taken from /qhca/ when the
 # launcher added them there (--add), else from the image's /usr/lib/qhca/.
 . /usr/lib/qhca/lib.sh
-_vd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _vd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_vd/pair.sh"
+qhca_pair_start
 pair_setup_dev
 mkdir -p "$PAIR_DIR"
 echo "# guest $QHCA_ID $QHCA_IP: loopback on $PAIR_DEV"
-_lb=$_vd/loopback.sh
-[ -f "$_lb" ] || _lb=/usr/lib/qhca/loopback.sh
 # shellcheck source=scripts/guest/loopback.sh
-. "$_lb"
+. "$(qhca_helper loopback.sh)"
 pair_notes
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -5,11 +5,7 @@
 # connects): ibv_rc_pingpong with validation and rping (rdma_cm). Each
 # guest reports the checks it takes part in.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# pairs: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
@@ -40,5 +36,4 @@ while [ $i -lt "$QHCA_N" ]; do
 done
 pair_notes
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -6,11 +6,7 @@
 # Every check here asserts that an inner pair check FAILED (or passed) as
 # it must and that it took no longer than it should.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_start_mailbox
 PAIR_READY_TIMEOUT=8
 
@@ -53,5 +49,4 @@ expect "a known tool crash is retried once" ok 30 tcp:18998 \
 expect "a known tool crash twice fails" fail 30 tcp:18999 \
 	"nc -l -p 18999 </dev/null" "$FAKE; exit 1"
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -5,11 +5,8 @@
 # (scripts/test.d/rxe). Helpers are taken from /qhca/ when the launcher
 # added them there (--add), else from the image's /usr/lib/qhca/.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/checks-verbs.sh ] && _rd=/qhca
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 # shellcheck source=scripts/guest/checks-verbs.sh
-. "$_rd/checks-verbs.sh"
+. "$(qhca_helper checks-verbs.sh)"
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

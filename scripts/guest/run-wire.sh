@@ -5,18 +5,13 @@
 # both atomics at once). The host then runs scripts/pcap-check on the
 # capture.
 . /usr/lib/qhca/lib.sh
-_rd=/usr/lib/qhca
-[ -f /qhca/pair.sh ] && _rd=/qhca
-# shellcheck source=scripts/guest/pair.sh
-. "$_rd/pair.sh"
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# wire: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 pcheck "wire traffic: send/write/read 16 KiB, CMP_SWAP, FETCH_ADD (5 perftests at once)" \
 	1 2 180 tcp:18701,18702,18703,18704,18705 \
-	"/usr/bin/dash $_rd/wire-traffic.sh server" \
-	"/usr/bin/dash $_rd/wire-traffic.sh client \$SRV"
+	"/usr/bin/dash $QHCA_HELPERS/wire-traffic.sh server" \
+	"/usr/bin/dash $QHCA_HELPERS/wire-traffic.sh client \$SRV"
 pair_stop_mailbox
-echo "# checks done: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+checks_done

@@ -1,30 +1,18 @@
 #!/bin/sh
 # The device's own link, run inside a guest while the host turns the qhca
-# device's QEMU netdev off and on again (run-link.sh does both): the port
+# device's QEMU netdev off and on again (scripts/test.d/driver does both, over QMP): the port
 # must go down and come back (async events PORT_ERR / PORT_ACTIVE from
 # the device's event queue), and user space must see both events.
 #
 # Prints "ok - NAME" / "not ok - NAME"; exits 1 if any failed.
-FAILED=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; for l in "$@"; do echo "# $l"; done; FAILED=$((FAILED + 1)); }
-state() { cat /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null; }
-wait_state() {	# wait_state WORD SECONDS
-	_i=0
-	while [ $_i -lt $(($2 * 10)) ]; do
-		state | grep -q "$1" && return 0
-		sleep 0.1
-		_i=$((_i + 1))
-	done
-	return 1
-}
+. /usr/lib/qhca/lib.sh
 
-wait_state ACTIVE 30 || not_ok "port active at the start" "$(state)"
+qhca_wait_port ACTIVE 30 || not_ok "port active at the start" "$(qhca_port_state)"
 ibv_asyncwatch -d qhca0 >/tmp/link.events 2>&1 &
 W=$!
 echo "QHCA-LINK-READY"
-if wait_state DOWN 60; then ok "port down with the device's link"; else not_ok "port down with the device's link" "$(state)"; fi
-if wait_state ACTIVE 60; then ok "port active again with the link"; else not_ok "port active again with the link" "$(state)"; fi
+if qhca_wait_port DOWN 60; then ok "port down with the device's link"; else not_ok "port down with the device's link" "$(qhca_port_state)"; fi
+if qhca_wait_port ACTIVE 60; then ok "port active again with the link"; else not_ok "port active again with the link" "$(qhca_port_state)"; fi
 sleep 1
 kill $W 2>/dev/null
 wait $W 2>/dev/null

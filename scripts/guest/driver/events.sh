@@ -5,28 +5,16 @@
 # IBV_EVENT_PORT_ACTIVE.
 #
 # Prints "ok - NAME" / "not ok - NAME"; exits 1 if any failed.
-FAILED=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; shift; for l in "$@"; do echo "# $l"; done; FAILED=$((FAILED + 1)); }
-state() { cat /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null; }
-wait_state() {	# wait_state WORD SECONDS
-	_i=0
-	while [ $_i -lt $(($2 * 10)) ]; do
-		state | grep -q "$1" && return 0
-		sleep 0.1
-		_i=$((_i + 1))
-	done
-	return 1
-}
+. /usr/lib/qhca/lib.sh
 
-wait_state ACTIVE 30 || not_ok "port active at the start" "$(state)"
+qhca_wait_port ACTIVE 30 || not_ok "port active at the start" "$(qhca_port_state)"
 ibv_asyncwatch -d qhca0 >/tmp/events.out 2>&1 &
 W=$!
 sleep 1
 ip link set eth0 down
-if wait_state DOWN 10; then ok "port down with eth0"; else not_ok "port down with eth0" "$(state)"; fi
+if qhca_wait_port DOWN 10; then ok "port down with eth0"; else not_ok "port down with eth0" "$(qhca_port_state)"; fi
 ip link set eth0 up
-if wait_state ACTIVE 30; then ok "port active again with eth0"; else not_ok "port active again with eth0" "$(state)"; fi
+if qhca_wait_port ACTIVE 30; then ok "port active again with eth0"; else not_ok "port active again with eth0" "$(qhca_port_state)"; fi
 sleep 1
 kill $W 2>/dev/null
 wait $W 2>/dev/null

@@ -8,7 +8,6 @@
 # Prints "ok - NAME" / "not ok - NAME" per program; exits 1 if any failed.
 . /usr/lib/qhca/lib.sh
 
-FAILED=0
 OUT=/tmp/verbs.$$
 mkdir -p "$OUT"
 BEFORE=$(dmesg | wc -l)
@@ -21,9 +20,7 @@ pair() {
 	_name=$1 _port=$2
 	shift 2
 	if ! qhca_barrier "$_port" 120; then
-		echo "not ok - $_name"
-		echo "# the peer did not reach barrier $_port"
-		FAILED=$((FAILED + 1))
+		not_ok "$_name" "the peer did not reach barrier $_port"
 		return
 	fi
 	if [ "$QHCA_ROLE" = server ]; then
@@ -34,12 +31,9 @@ pair() {
 	fi
 	_rc=$?
 	if [ $_rc -eq 0 ]; then
-		echo "ok - $_name ($QHCA_ROLE): $(grep -m1 -E 'iters in|^ [0-9]+ +[0-9]+ ' "$OUT/out" | tr -s ' ')"
+		ok "$_name ($QHCA_ROLE): $(grep -m1 -E 'iters in|^ [0-9]+ +[0-9]+ ' "$OUT/out" | tr -s ' ')"
 	else
-		echo "not ok - $_name ($QHCA_ROLE)"
-		echo "# exit $_rc"
-		tail -n 6 "$OUT/out" | sed 's/^/# /'
-		FAILED=$((FAILED + 1))
+		not_ok "$_name ($QHCA_ROLE)" "exit $_rc" "$(tail -n 6 "$OUT/out")"
 	fi
 }
 
@@ -56,13 +50,6 @@ pair "ib_read_lat" 7158 ib_read_lat -d qhca0 -x "$GID" -n 100
 pair "ib_atomic_bw" 7159 ib_atomic_bw -d qhca0 -x "$GID" -n 100
 
 BAD='WARNING:|BUG:|Oops|Call Trace|refcount_t:|general protection|qhca.*(dead|timed out|error)'
-dmesg | tail -n +"$((BEFORE + 1))" >"$OUT/dmesg"
-if grep -Eq "$BAD" "$OUT/dmesg"; then
-	echo "not ok - no kernel warnings"
-	grep -E "$BAD" "$OUT/dmesg" | head -n 10 | sed 's/^/# /'
-	FAILED=$((FAILED + 1))
-else
-	echo "ok - no kernel warnings"
-fi
+qhca_dmesg_since "$BEFORE" "$BAD" "no kernel warnings"
 rm -rf "$OUT"
 [ "$FAILED" -eq 0 ]

@@ -6,11 +6,11 @@
 # own doorbell page; many commands in flight) and 40 ibv_devinfo at once.
 #
 # Prints the tool's "ok - NAME" lines; exits 1 if anything failed.
+. /usr/lib/qhca/lib.sh
 TOOL=/qhca/qhca-uverbs-smoke
 [ -x "$TOOL" ] || TOOL=$(command -v qhca-uverbs-smoke)
 [ -x "$TOOL" ] || { echo "not ok - qhca-uverbs-smoke in /qhca (launch --add it)"; exit 1; }
 DEV=/dev/infiniband/$(basename /sys/class/infiniband/qhca0/device/infiniband_verbs/uverbs*)
-FAILED=0
 BEFORE=$(dmesg | wc -l)
 
 # state 4 (ACTIVE); the active MTU follows eth0's as the kernel's
@@ -26,46 +26,37 @@ else IBMTU=1
 fi
 "$TOOL" "$DEV" 4 $IBMTU || FAILED=$((FAILED + 1))
 
-i=0
-pids=
-while [ $i -lt 12 ]; do
-	"$TOOL" "$DEV" >/tmp/smoke.$i 2>&1 &
-	pids="$pids $!"
-	i=$((i + 1))
-done
-n=0
-for p in $pids; do wait "$p" || n=$((n + 1)); done
+# at_once N OUT CMD...: N copies of CMD at once (the output of copy I in
+# OUT.I); sets n to the number that failed
+at_once() {
+	_n=$1 _out=$2 _i=0 _pids=
+	shift 2
+	while [ $_i -lt "$_n" ]; do
+		"$@" >"$_out.$_i" 2>&1 &
+		_pids="$_pids $!"
+		_i=$((_i + 1))
+	done
+	n=0
+	for _p in $_pids; do wait "$_p" || n=$((n + 1)); done
+}
+
+at_once 12 /tmp/smoke "$TOOL" "$DEV"
 if [ $n -eq 0 ]; then
-	echo "ok - 12 smoke tests at once"
+	ok "12 smoke tests at once"
 else
-	echo "not ok - 12 smoke tests at once ($n failed)"
-	grep -h 'not ok' /tmp/smoke.* | sort | uniq -c | head | sed 's/^/# /'
-	FAILED=$((FAILED + 1))
+	not_ok "12 smoke tests at once ($n failed)" \
+		"$(grep -h 'not ok' /tmp/smoke.* | sort | uniq -c | head)"
 fi
 rm -f /tmp/smoke.*
 
-i=0
-pids=
-while [ $i -lt 40 ]; do
-	ibv_devinfo -d qhca0 >/dev/null 2>&1 &
-	pids="$pids $!"
-	i=$((i + 1))
-done
-n=0
-for p in $pids; do wait "$p" || n=$((n + 1)); done
+at_once 40 /tmp/devinfo ibv_devinfo -d qhca0
+rm -f /tmp/devinfo.*
 if [ $n -eq 0 ]; then
-	echo "ok - 40 ibv_devinfo at once"
+	ok "40 ibv_devinfo at once"
 else
-	echo "not ok - 40 ibv_devinfo at once ($n failed)"
-	FAILED=$((FAILED + 1))
+	not_ok "40 ibv_devinfo at once ($n failed)"
 fi
 
 BAD='WARNING:|BUG:|Oops|Call Trace|refcount_t:|general protection|qhca.*(dead|timed out|error)'
-if dmesg | tail -n +"$((BEFORE + 1))" | grep -Eq "$BAD"; then
-	echo "not ok - no kernel warnings"
-	dmesg | tail -n +"$((BEFORE + 1))" | grep -E "$BAD" | head | sed 's/^/# /'
-	FAILED=$((FAILED + 1))
-else
-	echo "ok - no kernel warnings"
-fi
+qhca_dmesg_since "$BEFORE" "$BAD" "no kernel warnings"
 [ "$FAILED" -eq 0 ]

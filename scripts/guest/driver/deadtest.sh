@@ -19,29 +19,10 @@
 . /usr/lib/qhca/lib.sh
 KTEST=/qhca/qhca_ktest.ko
 
-FAILED=0
 LOG=/tmp/deadtest.$$
 mkdir -p "$LOG"
 
-ok() { echo "ok - $1"; }
-not_ok() {
-	echo "not ok - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-	FAILED=$((FAILED + 1))
-}
 now_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
-
-wait_port() {
-	_i=0
-	while [ $_i -lt $(($1 * 10)) ]; do
-		grep -q ACTIVE /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null &&
-			return 0
-		sleep 0.1
-		_i=$((_i + 1))
-	done
-	return 1
-}
 
 PCI=
 for d in /sys/bus/pci/devices/*; do
@@ -51,7 +32,7 @@ for d in /sys/bus/pci/devices/*; do
 	fi
 done
 [ -n "$PCI" ] || { not_ok "a qhca PCI function" "none"; exit 1; }
-wait_port 30 || not_ok "qhca0 is up" "$(ls /sys/class/infiniband 2>&1)"
+qhca_wait_port ACTIVE 30 || not_ok "qhca0 is up" "$(ls /sys/class/infiniband 2>&1)"
 
 dmesg >"$LOG/dmesg.before"
 BEFORE=$(wc -l <"$LOG/dmesg.before")
@@ -162,7 +143,7 @@ if rmmod qhca 2>"$LOG/err"; then
 else
 	not_ok "unload of the dead device" "$(cat "$LOG/err")"
 fi
-if modprobe qhca && wait_port 30; then
+if modprobe qhca && qhca_wait_port ACTIVE 30; then
 	ok "reload brings the device back"
 else
 	not_ok "reload brings the device back" "$(dmesg | grep qhca | tail -n 5)"
@@ -173,15 +154,11 @@ else
 	not_ok "ibv_devinfo after the reload"
 fi
 
-dmesg | tail -n +"$((BEFORE + 1))" >"$LOG/dmesg.after"
-BAD='WARNING:|BUG:|Oops|Call Trace|refcount_t:|UBSAN|KASAN|general protection|corruption|INFO: task|not freed'
-if grep -Eq "$BAD" "$LOG/dmesg.after"; then
-	not_ok "no kernel warnings" "$(grep -E "$BAD" "$LOG/dmesg.after" | head -n 10)"
-else
-	ok "no kernel warnings"
-fi
+qhca_dmesg_since "$BEFORE" \
+	'WARNING:|BUG:|Oops|Call Trace|refcount_t:|UBSAN|KASAN|general protection|corruption|INFO: task|not freed' \
+	"no kernel warnings"
 echo "# kernel messages:"
-grep -i qhca "$LOG/dmesg.after" | sed 's/^/# /' | head -n 20
+dmesg | tail -n +"$((BEFORE + 1))" | grep -i qhca | sed 's/^/# /' | head -n 20
 
 rm -rf "$LOG"
 [ "$FAILED" -eq 0 ]

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Every driver test, in both guests of one boot (see README.md):
+# Every driver test, in both guests of one boot (guest-driver/README.md;
+# scripts/test.d/driver runs it):
 #
-#   scripts/launch -n 2 --timeout 1500 --run guest-driver/tests/all.sh \
-#       $(for f in guest-driver/tests/*.sh; do echo --add $f; done) \
+#   scripts/launch -n 2 --timeout 1500 --run scripts/guest/driver/all.sh \
+#       $(for f in scripts/guest/driver/*.sh; do echo --add $f; done) \
 #       --add build/guest-driver/ktest/qhca_ktest.ko \
 #       --add build/guest-driver/qhca-uverbs-smoke
 #

@@ -7,7 +7,6 @@
 # Prints "ok - NAME" / "not ok - NAME" per tool; exits 1 if any failed.
 . /usr/lib/qhca/lib.sh
 
-FAILED=0
 OUT=/tmp/rdmacm.$$
 mkdir -p "$OUT"
 BEFORE=$(dmesg | wc -l)
@@ -20,9 +19,7 @@ tool() {
 	while [ "$1" != -- ]; do _srv="$_srv $1"; shift; done
 	shift
 	if ! qhca_barrier "$_port" 120; then
-		echo "not ok - $_name"
-		echo "# the peer did not reach barrier $_port"
-		FAILED=$((FAILED + 1))
+		not_ok "$_name" "the peer did not reach barrier $_port"
 		return
 	fi
 	if [ "$QHCA_ROLE" = server ]; then
@@ -34,32 +31,22 @@ tool() {
 	fi
 	_rc=$?
 	if [ $_rc -eq 0 ] && ! grep -qi 'fail\|error' "$OUT/$_name"; then
-		echo "ok - $_name ($QHCA_ROLE)"
+		ok "$_name ($QHCA_ROLE)"
 	else
-		echo "not ok - $_name ($QHCA_ROLE)"
-		echo "# exit $_rc"
-		tail -n 8 "$OUT/$_name" | sed 's/^/# /'
-		FAILED=$((FAILED + 1))
+		not_ok "$_name ($QHCA_ROLE)" "exit $_rc" "$(tail -n 8 "$OUT/$_name")"
 	fi
 }
 
 tool "rping -C 10 -v" 7131 rping -s -a "$QHCA_IP" -C 10 -v -- \
 	rping -c -a "$QHCA_PEER_IP" -C 10 -v
 [ "$QHCA_ROLE" = server ] || grep -c 'ping data' "$OUT/rping -C 10 -v" |
-	grep -qx 10 || { echo "not ok - rping printed 10 pings"; FAILED=$((FAILED + 1)); }
+	grep -qx 10 || not_ok "rping printed 10 pings"
 tool ucmatose 7132 ucmatose -b "$QHCA_IP" -- ucmatose -s "$QHCA_PEER_IP"
 tool "ucmatose -c 4 -C 20" 7133 ucmatose -b "$QHCA_IP" -c 4 -C 20 -- \
 	ucmatose -s "$QHCA_PEER_IP" -c 4 -C 20
 tool udaddy 7134 udaddy -b "$QHCA_IP" -- udaddy -s "$QHCA_PEER_IP"
 
 BAD='WARNING:|BUG:|Oops|Call Trace|refcount_t:|general protection|qhca.*(dead|timed out|error)'
-dmesg | tail -n +"$((BEFORE + 1))" >"$OUT/dmesg"
-if grep -Eq "$BAD" "$OUT/dmesg"; then
-	echo "not ok - no kernel warnings"
-	grep -E "$BAD" "$OUT/dmesg" | head -n 10 | sed 's/^/# /'
-	FAILED=$((FAILED + 1))
-else
-	echo "ok - no kernel warnings"
-fi
+qhca_dmesg_since "$BEFORE" "$BAD" "no kernel warnings"
 rm -rf "$OUT"
 [ "$FAILED" -eq 0 ]

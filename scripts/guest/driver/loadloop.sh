@@ -16,18 +16,11 @@
 # Needs: rmmod/modprobe, ibv_devinfo, ibv_rc_pingpong, an eth0 with an IPv4
 # address paired with the qhca device (scripts/launch sets that up).
 
+. /usr/lib/qhca/lib.sh
 COUNT=${LOADLOOP_COUNT:-50}
-FAILED=0
 LOG=/tmp/loadloop.$$
 mkdir -p "$LOG"
 
-ok() { echo "ok - $1"; }
-not_ok() {
-	echo "not ok - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-	FAILED=$((FAILED + 1))
-}
 
 # wait_port SECONDS: qhca0 registered, port ACTIVE, an IPv4 GID present
 wait_port() {
