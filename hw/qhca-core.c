@@ -637,6 +637,15 @@ static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
         QHCA_GUEST_ERROR(c, gid_index_out_range, idx);
         return QHCA_CMD_ERR_PARAM;
     }
+    /*
+     * A GID is an IPv4 address (IPv4-mapped) or an IPv6 unicast address:
+     * frames from or to anything else are never taken, so none is sent
+     */
+    if (add && !qhca_roce_gid_is_ipv4(x->cmd->gid.gid) &&
+        !qhca_roce_ip6_unicast(x->cmd->gid.gid)) {
+        QHCA_GUEST_ERROR(c, gid_not_unicast, idx);
+        return QHCA_CMD_ERR_PARAM;
+    }
     c->gid[idx].valid = add;
     if (add) {
         memcpy(c->gid[idx].gid, x->cmd->gid.gid, 16);
@@ -1046,6 +1055,23 @@ static int qhca_qp_kind(const QhcaQp *qp)
            qp->type == QHCA_QPT_UD ? KIND_UD : KIND_GSI;
 }
 
+/*
+ * The GIDs of an address vector whose source GID is valid: the destination
+ * is an IPv4 address (IPv4-mapped) or an IPv6 unicast one, of the source
+ * GID's IP version.  An AH may be made before its GID is: then this is
+ * left to the UD WQE that uses it (qhca_qp_addr()).
+ */
+static bool qhca_av_gids_ok(QhcaCore *c, uint8_t sgid_index,
+                            const uint8_t *dgid)
+{
+    QhcaRoceHdr h;
+
+    if (sgid_index >= QHCA_GID_TABLE_LEN || !c->gid[sgid_index].valid) {
+        return true;
+    }
+    return qhca_roce_set_gids(&h, c->gid[sgid_index].gid, dgid);
+}
+
 /* Check the values of the attributes in @mask */
 static bool qhca_qp_attr_ok(QhcaCore *c, uint32_t mask,
                             const struct qhca_qp_attr *a)
@@ -1089,6 +1115,7 @@ static bool qhca_qp_attr_ok(QhcaCore *c, uint32_t mask,
     if ((mask & A(AV)) &&
         (a->sgid_index >= QHCA_GID_TABLE_LEN ||
          !c->gid[a->sgid_index].valid ||
+         !qhca_av_gids_ok(c, a->sgid_index, a->dgid) ||
          le32_to_cpu(a->flow_label) > 0xfffff)) {
         return false;
     }
@@ -1366,6 +1393,10 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
     if (p->sgid_index >= QHCA_GID_TABLE_LEN || flow_label > 0xfffff) {
         QHCA_GUEST_ERROR(c, create_ah_bad_sgid_index_flow_label,
                          p->sgid_index);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (!qhca_av_gids_ok(c, p->sgid_index, p->dgid)) {
+        QHCA_GUEST_ERROR(c, create_ah_bad_gids, p->sgid_index);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->ah, QHCA_MAX_AH, 1);
@@ -1654,40 +1685,24 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     qhca_rx_enqueue(c, &c->rxq, &c->rxq_bytes, frame, len);
 }
 
-/* The IPv4 address of a valid GID of ours is @ip */
-static bool qhca_own_ip(QhcaCore *c, uint32_t ip)
-{
-    static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                          0xff, 0xff };
-    unsigned i;
-
-    for (i = 0; i < QHCA_GID_TABLE_LEN; i++) {
-        if (c->gid[i].valid &&
-            !memcmp(c->gid[i].gid, v4mapped, sizeof(v4mapped)) &&
-            (uint32_t)ldl_be_p(c->gid[i].gid + 12) == ip) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /*
  * Loopback.  The glue hands every frame the device sends here first: a
  * frame for this device itself (its destination MAC is ours and its
- * destination IPv4 address one of our GIDs: what the receive path accepts)
- * is queued on the loop queue and received by qhca_core_run() like a frame
- * from the wire.  Called from inside the engine (the transmit path): it
- * never processes the frame here, it only queues it, bounded, and asks for
- * a run.  Returns true if the frame was for this device (queued or
- * dropped); the glue still puts it on the wire (see docs/hardware.md).
+ * destination IPv4 or IPv6 address one of our GIDs: what the receive path
+ * accepts) is queued on the loop queue and received by qhca_core_run()
+ * like a frame from the wire.  Called from inside the engine (the transmit
+ * path): it never processes the frame here, it only queues it, bounded,
+ * and asks for a run.  Returns true if the frame was for this device
+ * (queued or dropped); the glue still puts it on the wire (see
+ * docs/hardware.md).
  */
 bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
 {
-    const size_t ip = QHCA_ROCE_ETH_HLEN;
+    uint8_t dgid[16];
 
-    if (len < ip + QHCA_ROCE_IPV4_HLEN || memcmp(frame, c->mac, 6) ||
-        lduw_be_p(frame + 12) != QHCA_ROCE_ETHERTYPE_IPV4 ||
-        !qhca_own_ip(c, (uint32_t)ldl_be_p(frame + ip + 16))) {
+    if (len < QHCA_ROCE_ETH_HLEN || memcmp(frame, c->mac, 6) ||
+        !qhca_roce_frame_dst_gid(frame, len, dgid) ||
+        !qhca_qp_own_gid(c, dgid)) {
         return false;
     }
     c->stat_loopback++;

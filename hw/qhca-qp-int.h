@@ -254,7 +254,8 @@ int qhca_sge_copy(QhcaCore *c, uint32_t pdn, const struct qhca_sge *sge,
                   bool to_sge);
 bool qhca_qp_addr(QhcaCore *c, const QhcaQp *qp, uint8_t sgid_index,
                   const uint8_t *dgid, const uint8_t *dmac,
-                  uint8_t hop_limit, uint8_t tclass, QhcaRoceHdr *h);
+                  uint8_t hop_limit, uint8_t tclass, uint32_t flow_label,
+                  QhcaRoceHdr *h);
 bool qhca_rc_addr(QhcaCore *c, const QhcaQp *qp, QhcaRoceHdr *h);
 int qhca_frame_start(QhcaCore *c, const QhcaRoceHdr *h, size_t len);
 void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len);
@@ -287,8 +288,13 @@ void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
 void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now);
 
 /* qhca-resp.c: the responder */
+/*
+ * @flags: QHCA_CQE_* and, with QHCA_CQE_GRH, QHCA_RECV_IPV6 if the GRH
+ * area holds an IPv6 header (not stored in the CQE's flags)
+ */
+#define QHCA_RECV_IPV6  (1u << 8)
 void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
-                        uint8_t opcode, uint32_t byte_len, uint8_t flags,
+                        uint8_t opcode, uint32_t byte_len, unsigned flags,
                         uint32_t imm, uint32_t src_qp);
 void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                     const uint8_t *frame);

@@ -80,33 +80,28 @@ int qhca_sge_copy(QhcaCore *c, uint32_t pdn, const struct qhca_sge *sge,
  * Frames
  */
 
-static bool gid_ipv4(const uint8_t *gid, uint32_t *ip)
-{
-    static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                        0xff, 0xff };
-
-    if (memcmp(gid, prefix, sizeof(prefix))) {
-        return false;
-    }
-    *ip = ldl_be_p(gid + 12);
-    return true;
-}
-
-/* Fill the Ethernet/IP/UDP fields of @h for a packet of @qp */
+/*
+ * Fill the Ethernet/IP/UDP fields of @h for a packet of @qp: IPv4 if the
+ * source GID and @dgid are IPv4-mapped, IPv6 if both are IPv6 unicast
+ * addresses; false if the source GID is not valid or the two differ
+ */
 bool qhca_qp_addr(QhcaCore *c, const QhcaQp *qp, uint8_t sgid_index,
                   const uint8_t *dgid, const uint8_t *dmac,
-                  uint8_t hop_limit, uint8_t tclass, QhcaRoceHdr *h)
+                  uint8_t hop_limit, uint8_t tclass, uint32_t flow_label,
+                  QhcaRoceHdr *h)
 {
     if (sgid_index >= QHCA_GID_TABLE_LEN || !c->gid[sgid_index].valid ||
-        !gid_ipv4(c->gid[sgid_index].gid, &h->src_ip) ||
-        !gid_ipv4(dgid, &h->dst_ip)) {
+        !qhca_roce_set_gids(h, c->gid[sgid_index].gid, dgid)) {
         return false;
     }
     memcpy(h->src_mac, c->mac, 6);
     memcpy(h->dst_mac, dmac, 6);
     h->ttl = hop_limit ? hop_limit : 64;
     h->tos = tclass;
-    h->ip_id = c->ip_id++;
+    h->flow_label = flow_label & QHCA_ROCE_FLOW_LABEL_MASK;
+    if (!h->ipv6) {
+        h->ip_id = c->ip_id++;
+    }
     h->src_port = qhca_roce_udp_sport(qhca_roce_qpn_hash(qp->qpn));
     h->pkey = QHCA_ROCE_DEFAULT_PKEY;
     return true;
@@ -117,7 +112,8 @@ bool qhca_rc_addr(QhcaCore *c, const QhcaQp *qp, QhcaRoceHdr *h)
     h->dest_qp = le32_to_cpu(qp->attr.dest_qpn);
     return qhca_qp_addr(c, qp, qp->attr.sgid_index, qp->attr.dgid,
                         qp->attr.dmac, qp->attr.hop_limit,
-                        qp->attr.traffic_class, h);
+                        qp->attr.traffic_class,
+                        le32_to_cpu(qp->attr.flow_label), h);
 }
 
 /*
@@ -126,7 +122,7 @@ bool qhca_rc_addr(QhcaCore *c, const QhcaQp *qp, QhcaRoceHdr *h)
  */
 int qhca_frame_start(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
 {
-    size_t flen = qhca_roce_frame_len(h->opcode, len);
+    size_t flen = qhca_roce_frame_len_hdr(h, len);
 
     if (!flen || flen > sizeof(c->txbuf)) {
         return -1;
@@ -136,7 +132,7 @@ int qhca_frame_start(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
 
 void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
 {
-    size_t flen = qhca_roce_frame_len(h->opcode, len);
+    size_t flen = qhca_roce_frame_len_hdr(h, len);
 
     qhca_roce_finish(c->txbuf, flen);
     c->stat_tx_frames++;
@@ -292,41 +288,51 @@ void qhca_qp_inflight(QhcaCore *c)
 }
 
 /*
- * An RC packet belongs to @qp only if it comes from the QP's path: from the
- * destination GID and to the source GID the QP was connected with (as
- * Soft-RoCE checks).  The UDP source port is not compared: RoCEv2 uses it
- * for entropy.
+ * An RC or UC packet belongs to @qp only if it comes from the QP's path:
+ * from the destination GID and to the source GID the QP was connected
+ * with (as Soft-RoCE checks), in the same IP version (the parser keeps
+ * IPv4-mapped addresses out of IPv6 frames).  The UDP source port is not
+ * compared: RoCEv2 uses it for entropy.
  */
 bool qhca_qp_from_path(QhcaCore *c, const QhcaQp *qp, const QhcaRoceHdr *h)
 {
     uint8_t sgid = qp->attr.sgid_index;
-    uint32_t src, dst;
+    uint8_t src[16], dst[16];
 
     if (!(qp->attr_set & QHCA_QP_ATTR_AV) || sgid >= QHCA_GID_TABLE_LEN ||
-        !c->gid[sgid].valid || !gid_ipv4(c->gid[sgid].gid, &dst) ||
-        !gid_ipv4(qp->attr.dgid, &src)) {
+        !c->gid[sgid].valid) {
         return false;
     }
-    return h->src_ip == src && h->dst_ip == dst;
+    qhca_roce_src_gid(h, src);
+    qhca_roce_dst_gid(h, dst);
+    return !memcmp(src, qp->attr.dgid, 16) &&
+           !memcmp(dst, c->gid[sgid].gid, 16);
 }
 
-static bool our_ip(QhcaCore *c, uint32_t ip)
+/* A frame to @gid is for this device: one of its valid GIDs is @gid */
+bool qhca_qp_own_gid(QhcaCore *c, const uint8_t *gid)
 {
     unsigned i;
-    uint32_t g;
 
     for (i = 0; i < QHCA_GID_TABLE_LEN; i++) {
-        if (c->gid[i].valid && gid_ipv4(c->gid[i].gid, &g) && g == ip) {
+        if (c->gid[i].valid && !memcmp(c->gid[i].gid, gid, 16)) {
             return true;
         }
     }
     return false;
 }
 
+/* The last 32 bits of an address, for the traces */
+static uint32_t gid_tail(const uint8_t *gid)
+{
+    return ldl_be_p(gid + 12);
+}
+
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
 {
     QhcaRocePkt pkt;
     QhcaRoceErr err;
+    uint8_t dgid[16];
     QhcaQp *qp;
 
     if (len < QHCA_ROCE_ETH_HLEN || memcmp(frame, c->mac, 6)) {
@@ -346,7 +352,8 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     }
     trace_qhca_rx_pkt(pkt.hdr.dest_qp, pkt.hdr.opcode, pkt.hdr.psn,
                       pkt.payload_len);
-    if (!our_ip(c, pkt.hdr.dst_ip)) {
+    qhca_roce_dst_gid(&pkt.hdr, dgid);
+    if (!qhca_qp_own_gid(c, dgid)) {
         c->stat_rx_dropped++;
         trace_qhca_rx_drop(len, "not for one of our GIDs");
         return;
@@ -377,8 +384,11 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         return;
     }
     if (!qhca_qp_from_path(c, qp, &pkt.hdr)) {
+        uint8_t sgid[16];
+
+        qhca_roce_src_gid(&pkt.hdr, sgid);
         c->stat_rx_dropped++;
-        trace_qhca_err_rx_path(qp->qpn, pkt.hdr.src_ip, pkt.hdr.dst_ip);
+        trace_qhca_err_rx_path(qp->qpn, gid_tail(sgid), gid_tail(dgid));
         return;
     }
     if (pkt.op->flags & QHCA_ROCE_OPF_RESPONSE) {

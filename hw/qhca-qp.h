@@ -24,6 +24,8 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi);
 bool qhca_qp_engine_run(QhcaCore *c);
 void qhca_qp_engine_timer(QhcaCore *c);
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len);
+/* @gid (16 bytes, IPv4-mapped for IPv4) is one of the device's valid GIDs */
+bool qhca_qp_own_gid(QhcaCore *c, const uint8_t *gid);
 void qhca_srq_check_limit(QhcaCore *c, uint32_t srqn, QhcaSrq *srq);
 
 #endif

@@ -242,8 +242,8 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (!qhca_qp_addr(c, qp, ah->sgid_index, ah->dgid, ah->dmac, ah->hop_limit,
-                      ah->traffic_class, &h)) {
-        QHCA_GUEST_ERROR(c, ud_wqe_ah_gids_not_ipv4, ah->sgid_index);
+                      ah->traffic_class, ah->flow_label, &h)) {
+        QHCA_GUEST_ERROR(c, ud_wqe_ah_bad_gids, ah->sgid_index);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     h.opcode = w->opcode == QHCA_WQE_SEND_WITH_IMM ?

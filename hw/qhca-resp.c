@@ -93,7 +93,7 @@ static bool take_recv(QhcaCore *c, QhcaQp *qp)
 }
 
 void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
-                        uint8_t opcode, uint32_t byte_len, uint8_t flags,
+                        uint8_t opcode, uint32_t byte_len, unsigned flags,
                         uint32_t imm, uint32_t src_qp)
 {
     QhcaQpEngine *e = qp->eng;
@@ -102,7 +102,7 @@ void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
     cqe.wr_id = cpu_to_le64(e->recv_wr_id);
     cqe.status = status;
     cqe.opcode = opcode;
-    cqe.flags = flags;
+    cqe.flags = flags & 0xff;
     cqe.byte_len = cpu_to_le32(byte_len);
     cqe.qpn = cpu_to_le32(qp->qpn);
     cqe.src_qp = cpu_to_le32(src_qp);
@@ -113,7 +113,8 @@ void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
         cqe.invalidated_rkey = cpu_to_le32(imm);
     }
     if (flags & QHCA_CQE_GRH) {
-        cqe.network_hdr_type = 2;       /* RoCEv2 over IPv4 */
+        cqe.network_hdr_type = (flags & QHCA_RECV_IPV6) ?
+                               QHCA_NET_ROCE_V2_IPV6 : QHCA_NET_ROCE_V2_IPV4;
     }
     e->have_recv = false;
     if (!qhca_post_cqe(c, qp->recv_cqn, &cqe) ||
@@ -846,7 +847,11 @@ void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     }
 }
 
-/* UD and GSI receive: the GRH area, then the payload */
+/*
+ * UD and GSI receive: the 40-byte GRH area, then the payload.  Over IPv6
+ * the IPv6 header fills the area (it has the GRH's layout); over IPv4 the
+ * IPv4 header is in its last 20 bytes and the rest is zero.
+ */
 void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                   const uint8_t *frame)
 {
@@ -855,7 +860,7 @@ void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     uint32_t qkey = qp->type == QHCA_QPT_GSI ? QHCA_GSI_QKEY :
                     le32_to_cpu(qp->attr.qkey);
     QhcaQpEngine *e = qp->eng;
-    uint8_t flags = QHCA_CQE_GRH;
+    unsigned flags = QHCA_CQE_GRH;
     int r;
 
     if (qp->attr.qp_state != QHCA_QPS_RTR &&
@@ -878,7 +883,12 @@ void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                            0, 0, 0, 0);
         return;
     }
-    memcpy(grh + 20, frame + pkt->ip_off, QHCA_ROCE_IPV4_HLEN);
+    if (h->ipv6) {
+        memcpy(grh, frame + pkt->ip_off, QHCA_ROCE_IPV6_HLEN);
+        flags |= QHCA_RECV_IPV6;
+    } else {
+        memcpy(grh + 20, frame + pkt->ip_off, QHCA_ROCE_IPV4_HLEN);
+    }
     r = qhca_sge_copy(c, qp->pdn, e->recv_sge, e->recv_nsge, 0, grh,
                       sizeof(grh), true);
     if (r == SGE_OK) {

@@ -878,13 +878,19 @@ struct qhca_cqe {
 		qhca_u8 imm_data[4];	/* WITH_IMM: as received */
 		qhca_le32 invalidated_rkey; /* WITH_INV */
 	};
-	qhca_u8 network_hdr_type;	/* UD receive: 2 = RoCEv2 IPv4 */
+	qhca_u8 network_hdr_type;	/* UD receive: QHCA_NET_* */
 	qhca_u8 vendor_err;		/* device detail for error statuses */
 	qhca_le16 wqe_index;		/* SQ/RQ index of the completed WQE */
 };
 QHCA_CHECK_SIZE(struct qhca_cqe, QHCA_CQE_SIZE);
 
-/* UD receive buffers start with a 40-byte GRH slot (IPv4 header at 20..39) */
+/*
+ * UD receive buffers start with a 40-byte GRH slot: the IPv6 header (0..39)
+ * or the IPv4 header (20..39, 0..19 zero), as network_hdr_type says (the
+ * values of Linux's enum rdma_network_type)
+ */
 #define QHCA_GRH_SIZE			40
+#define QHCA_NET_ROCE_V2_IPV4		2
+#define QHCA_NET_ROCE_V2_IPV6		3
 
 #endif /* QHCA_HW_H */
