@@ -252,13 +252,17 @@ static bool qhca_cqe_to_wc(struct qhca_dev *dev, const struct qhca_cqe *cqe,
 	}
 	/*
 	 * UD and GSI receives: the buffer starts with the 40-byte GRH area,
-	 * which holds the IPv4 header in its last 20 bytes; the core's
-	 * ib_init_ah_attr_from_wc() reads it when told the header type.
+	 * which holds the IPv6 header, or the IPv4 header in its last 20
+	 * bytes; the core's ib_init_ah_attr_from_wc() reads it when told the
+	 * header type (the device numbers them as enum rdma_network_type).
 	 */
+	BUILD_BUG_ON(RDMA_NETWORK_IPV4 != QHCA_NET_ROCE_V2_IPV4);
+	BUILD_BUG_ON(RDMA_NETWORK_IPV6 != QHCA_NET_ROCE_V2_IPV6);
 	if (cqe->flags & QHCA_CQE_GRH) {
 		wc->wc_flags |= IB_WC_GRH;
-		if (cqe->network_hdr_type == RDMA_NETWORK_IPV4) {
-			wc->network_hdr_type = RDMA_NETWORK_IPV4;
+		if (cqe->network_hdr_type == QHCA_NET_ROCE_V2_IPV4 ||
+		    cqe->network_hdr_type == QHCA_NET_ROCE_V2_IPV6) {
+			wc->network_hdr_type = cqe->network_hdr_type;
 			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 		}
 	}
