@@ -26,10 +26,12 @@ both() {
 		_l="$_sd server, $_cd client"
 		_o="-d \$PAIR_DEV -i 1 -p $port"
 		case $T in
-		pingpong)
-			pcheck "ibv_rc_pingpong -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
-				"ibv_rc_pingpong $_o -g \$PAIR_GIDX -s 65536 -n 10 -c" \
-				"ibv_rc_pingpong $_o -g \$PAIR_GIDX -s 65536 -n 10 -c \$SRV" v_pingpong ;;
+		pingpong | uc_pingpong)
+			_p=ibv_rc_pingpong
+			[ "$T" = uc_pingpong ] && _p=ibv_uc_pingpong
+			pcheck "$_p -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
+				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c" \
+				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c \$SRV" v_pingpong ;;
 		rping)
 			pcheck "rping -C 10 -S 4096 -V ($_l)" "$1" "$2" 90 "cm:$port" \
 				"rping -s -a \$SRV -p $port -C 10 -S 4096 -V" \
@@ -46,6 +48,7 @@ both() {
 # (rxe offers 128, qhca 16), which qhca's modify-QP-to-RTS rightly refuses
 # ("Failed to modify QP to RTS"); rdma_cm (-R) negotiates the two limits.
 T=pingpong both
+T=uc_pingpong both
 T=ib_write_bw A="-x \$PAIR_GIDX -s 65536 -n 10" R=tcp S=65536 both
 T=ib_read_bw A="-x \$PAIR_GIDX -o 16 -s 65536 -n 10" R=tcp S=65536 both
 T=ib_write_bw A="-R -s 1048576 -n 5" R=cm S=1048576 both

@@ -5,15 +5,16 @@
 #   scripts/launch -n 2 --timeout 1500 --run scripts/guest/driver/all.sh \
 #       $(for f in scripts/guest/driver/*.sh; do echo --add $f; done) \
 #       --add build/guest-driver/ktest/qhca_ktest.ko \
-#       --add build/guest-driver/qhca-uverbs-smoke
+#       --add build/guest-driver/qhca-uverbs-smoke \
+#       --add build/guest-driver/qhca-verbs-caps
 #
-# Runs smoke.sh, events.sh, rdmacm.sh, verbs.sh, ktest.sh, loadloop.sh and
+# Runs smoke.sh, caps.sh, events.sh, rdmacm.sh, verbs.sh, ktest.sh, loadloop.sh and
 # deadtest.sh from the directory of this script, each line of theirs
 # prefixed with the test's name; exits 1 if any failed.
 . /usr/lib/qhca/lib.sh
 DIR=$(dirname "$0")
 FAILED=0
-for t in smoke events rdmacm verbs ktest loadloop deadtest; do
+for t in smoke caps events rdmacm verbs ktest loadloop deadtest; do
 	if [ ! -f "$DIR/$t.sh" ]; then
 		echo "not ok - $t: $DIR/$t.sh missing"
 		FAILED=$((FAILED + 1))
