@@ -30,7 +30,8 @@ echo "# caps: device $DEV, RoCE v2 IPv4 GID index ${GIDX:-none}"
 if [ -x "$TOOL" ]; then
 	"$TOOL" -d $DEV -g "${GIDX:-1}" >/tmp/caps.out 2>&1
 	rc=$?
-	cat /tmp/caps.out
+	# all.sh puts "caps: " before every line already
+	sed 's/^\(\(not \)\{0,1\}ok - \)caps: /\1/' /tmp/caps.out
 	PASSED=$((PASSED + $(grep -c '^ok - ' /tmp/caps.out)))
 	FAILED=$((FAILED + $(grep -c '^not ok - ' /tmp/caps.out)))
 	if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' /tmp/caps.out; then
