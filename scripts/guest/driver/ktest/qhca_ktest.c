@@ -505,6 +505,22 @@ static int kt_addr(struct sockaddr_in *sin, const char *ip, int p)
 	return 0;
 }
 
+/* Arm the SRQ limit at the number of posted receives */
+static void kt_srq_arm(struct kt *kt)
+{
+	struct ib_srq_attr attr = { .srq_limit = KT_RECVS };
+	int ret;
+
+	init_completion(&kt->srq_limit);
+	ret = ib_modify_srq(kt->srq, &attr, IB_SRQ_LIMIT);
+	kt_check(kt, !ret, "SRQ limit armed");
+	memset(&attr, 0, sizeof(attr));
+	ret = ib_query_srq(kt->srq, &attr);
+	/* armed before the peer can send: nothing taken yet */
+	kt_check(kt, !ret && attr.max_wr >= KT_RECVS && attr.max_sge >= 1 &&
+		 attr.srq_limit == KT_RECVS, "query SRQ");
+}
+
 /* Server: listen, take the connection request, create the resources */
 static int kt_server_accept(struct kt *kt, int p)
 {
@@ -539,6 +555,13 @@ static int kt_server_accept(struct kt *kt, int p)
 	ret = kt_alloc(kt, kt->id);
 	if (ret)
 		return ret;
+	/*
+	 * The SRQ limit is armed before the connection is accepted: the
+	 * event comes when a receive is taken with the limit armed, and the
+	 * client may send as soon as it is connected
+	 */
+	if (kt->srq)
+		kt_srq_arm(kt);
 
 	param.responder_resources = 4;
 	param.initiator_depth = 4;
@@ -667,36 +690,6 @@ static int kt_fast_reg(struct kt *kt, u64 wr_id, const char *what)
 	return 0;
 }
 
-/* Has the SRQ limit event come?  (It stays signalled for the next wait.) */
-static bool kt_srq_limit_fired(struct kt *kt)
-{
-	if (!wait_for_completion_timeout(&kt->srq_limit, KT_TIMEOUT))
-		return false;
-	complete(&kt->srq_limit);
-	return true;
-}
-
-/* Arm the SRQ limit at the number of posted receives */
-static void kt_srq_arm(struct kt *kt)
-{
-	struct ib_srq_attr attr = { .srq_limit = KT_RECVS };
-	int ret;
-
-	init_completion(&kt->srq_limit);
-	ret = ib_modify_srq(kt->srq, &attr, IB_SRQ_LIMIT);
-	kt_check(kt, !ret, "SRQ limit armed");
-	memset(&attr, 0, sizeof(attr));
-	ret = ib_query_srq(kt->srq, &attr);
-	/*
-	 * The peer may already be sending: once a receive is used, the limit
-	 * event fires and the limit reads 0 again.  Then the event must come.
-	 */
-	kt_check(kt, !ret && attr.max_wr >= KT_RECVS && attr.max_sge >= 1 &&
-		 (attr.srq_limit == KT_RECVS ||
-		  (attr.srq_limit == 0 && kt_srq_limit_fired(kt))),
-		 "query SRQ");
-}
-
 /* One receive consumed: fewer than the limit are left */
 static void kt_srq_limit_check(struct kt *kt)
 {
@@ -727,7 +720,6 @@ static int kt_rc_server(struct kt *kt)
 	kt_check(kt, !ret, "connection accepted (SRQ)");
 	if (ret)
 		return ret;
-	kt_srq_arm(kt);
 
 	/* The region the client will use, registered by a work request */
 	sg_init_one(&kt->rsg, kt->rbuf, KT_RBUF_SIZE);
