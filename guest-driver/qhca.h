@@ -253,6 +253,7 @@ struct qhca_qp {
 struct qhca_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	int access;			/* user MRs: IB access flags */
 	/* Fast registration: the page list a REG_MR work request names */
 	__le64 *pages;
 	dma_addr_t pages_dma;
@@ -458,6 +459,9 @@ struct ib_dmah;
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 virt_addr, int access, struct ib_dmah *dmah,
 			       struct ib_udata *udata);
+struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 virt_addr, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata);
 
 /* what older kernels lack or name differently (after the prototypes) */
 #include "qhca_compat.h"

@@ -462,18 +462,52 @@ static struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * Pin @length bytes at @start and describe them for the device: the page
+ * list and the page size (the largest the device takes that fits @virt_addr)
+ */
+static int qhca_mr_pin(struct qhca_dev *dev, u64 start, u64 length,
+		       u64 virt_addr, int access, struct ib_umem **umem,
+		       struct qhca_pbl *pbl, unsigned long *pgsz)
+{
+	struct ib_block_iter biter;
+	size_t npages;
+	u32 i = 0;
+	int ret;
+
+	*umem = ib_umem_get_va(&dev->ibdev, start, length, access);
+	if (IS_ERR(*umem)) {
+		ret = PTR_ERR(*umem);
+		*umem = NULL;
+		return ret;
+	}
+	*pgsz = ib_umem_find_best_pgsz(*umem,
+				       le64_to_cpu(dev->attr.page_size_cap) &
+				       QHCA_PAGE_SIZE_CAP, virt_addr);
+	npages = *pgsz ? ib_umem_num_dma_blocks(*umem, *pgsz) : 0;
+	ret = -EINVAL;
+	if (*pgsz && npages <= QHCA_PBL_MAX_PAGES)
+		ret = qhca_pbl_alloc(dev, pbl, npages);
+	if (ret) {
+		ib_umem_release(*umem);
+		*umem = NULL;
+		return ret;
+	}
+	rdma_umem_for_each_dma_block(*umem, &biter, *pgsz)
+		qhca_pbl_set(pbl, i++, rdma_block_iter_dma_address(&biter));
+	return 0;
+}
+
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 virt_addr, int access, struct ib_dmah *dmah,
 			       struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibpd->device);
 	struct qhca_cmd_reg_mr cmd = {};
-	struct ib_block_iter biter;
 	unsigned long pgsz;
 	struct qhca_pbl pbl;
 	struct qhca_mr *mr;
-	size_t npages;
-	u32 key, i = 0;
+	u32 key;
 	int ret;
 
 	if (dmah || access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
@@ -488,31 +522,10 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	mr->umem = ib_umem_get_va(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		ret = PTR_ERR(mr->umem);
-		mr->umem = NULL;
-		goto err_free;
-	}
-
-	pgsz = ib_umem_find_best_pgsz(mr->umem,
-				      le64_to_cpu(dev->attr.page_size_cap) &
-				      QHCA_PAGE_SIZE_CAP, virt_addr);
-	if (!pgsz) {
-		ret = -EINVAL;
-		goto err_umem;
-	}
-	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
-	if (npages > QHCA_PBL_MAX_PAGES) {
-		ret = -EINVAL;
-		goto err_umem;
-	}
-
-	ret = qhca_pbl_alloc(dev, &pbl, npages);
+	ret = qhca_mr_pin(dev, start, length, virt_addr, access, &mr->umem,
+			  &pbl, &pgsz);
 	if (ret)
-		goto err_umem;
-	rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz)
-		qhca_pbl_set(&pbl, i++, rdma_block_iter_dma_address(&biter));
+		goto err_free;
 
 	cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
 	cmd.access = cpu_to_le32(qhca_access(access));
@@ -526,9 +539,10 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_umem;
 
 	qhca_mr_set_key(mr, key);
+	mr->access = access;
 	atomic_inc(&dev->num_objects);
-	ibdev_dbg(&dev->ibdev, "MR %#x: %zu pages of %lu bytes, %u-level list\n",
-		  key, npages, pgsz, cmd.mem.levels);
+	ibdev_dbg(&dev->ibdev, "MR %#x: %u pages of %lu bytes, %u-level list\n",
+		  key, pbl.n, pgsz, cmd.mem.levels);
 	return &mr->ibmr;
 
 err_umem:
@@ -536,6 +550,74 @@ err_umem:
 err_free:
 	kfree(mr);
 	return ERR_PTR(ret);
+}
+
+/*
+ * ibv_rereg_mr(): the MR's PD, rights or memory change in place (the keys
+ * stay), each as @flags asks; the device checks and applies all of it or
+ * nothing.  A new translation is pinned first and the old one released
+ * once the device uses the new.
+ */
+struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 virt_addr, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibmr->device);
+	struct qhca_mr *mr = to_qhca_mr(ibmr);
+	struct qhca_cmd_rereg_mr cmd = {};
+	struct ib_umem *umem = NULL;
+	unsigned long pgsz;
+	struct qhca_pbl pbl;
+	int ret;
+
+	if (flags & ~IB_MR_REREG_SUPPORTED || !mr->umem)
+		return ERR_PTR(-EOPNOTSUPP);
+	if ((flags & IB_MR_REREG_ACCESS) &&
+	    access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
+		return ERR_PTR(-EOPNOTSUPP);
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ERR_PTR(ret);
+
+	cmd.key = cpu_to_le32(ibmr->lkey);
+	if (flags & IB_MR_REREG_PD) {
+		cmd.what |= cpu_to_le32(QHCA_REREG_PD);
+		cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
+	}
+	if (flags & IB_MR_REREG_ACCESS) {
+		cmd.what |= cpu_to_le32(QHCA_REREG_ACCESS);
+		cmd.access = cpu_to_le32(qhca_access(access));
+	}
+	if (flags & IB_MR_REREG_TRANS) {
+		if (!length || length > dev->max_mr_size)
+			return ERR_PTR(-EINVAL);
+		/* pinned with the rights the MR will have */
+		ret = qhca_mr_pin(dev, start, length, virt_addr,
+				  (flags & IB_MR_REREG_ACCESS) ?
+				  access : mr->access, &umem, &pbl,
+				  &pgsz);
+		if (ret)
+			return ERR_PTR(ret);
+		cmd.what |= cpu_to_le32(QHCA_REREG_TRANS);
+		cmd.iova = cpu_to_le64(virt_addr);
+		cmd.length = cpu_to_le64(length);
+		qhca_pbl_desc(&pbl, &cmd.mem, __ffs(pgsz));
+	}
+	ret = qhca_cmd(dev, QHCA_CMD_REREG_MR, &cmd, sizeof(cmd), NULL);
+	if (umem)
+		qhca_pbl_free(dev, &pbl);
+	if (ret) {
+		if (umem)
+			ib_umem_release(umem);
+		return ERR_PTR(ret);
+	}
+	if (umem) {
+		ib_umem_release(mr->umem);
+		mr->umem = umem;
+	}
+	if (flags & IB_MR_REREG_ACCESS)
+		mr->access = access;
+	return NULL;
 }
 
 /* A fast-registration MR: filled by a REG_MR work request */
@@ -744,6 +826,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.query_qp = qhca_query_qp,
 	.query_srq = qhca_query_srq,
 	.reg_user_mr = qhca_op_reg_user_mr,
+	.rereg_user_mr = qhca_rereg_user_mr,
 	.req_notify_cq = qhca_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),

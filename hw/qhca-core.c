@@ -695,6 +695,41 @@ static int cmd_alloc_pd(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
+/*
+ * An MR's access rights and translation: @iova, @length and, unless
+ * QHCA_MR_PHYS is in @flags, the pages of @mem behind them, loaded into
+ * mr->pages (which must be empty).  Nothing is kept on an error.
+ */
+static int mr_set_translation(QhcaCore *c, QhcaMr *mr, uint32_t access,
+                              uint64_t iova, uint64_t length, uint32_t flags,
+                              const struct qhca_pbl_desc *mem)
+{
+    bool phys = flags & QHCA_MR_PHYS;
+    uint64_t span;
+
+    /* A guest-physical (DMA) MR may span all of guest memory */
+    if ((access & ~QHCA_ACCESS_MASK) || (flags & ~QHCA_MR_PHYS) ||
+        length == 0 || (!phys && length > QHCA_MAX_MR_SIZE) ||
+        iova + length < iova) {
+        QHCA_GUEST_ERROR(c, reg_mr_bad_access_flags_range, length);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    mr->access = access;
+    mr->iova = iova;
+    mr->length = length;
+    mr->phys = phys;
+    if (phys) {
+        return QHCA_CMD_OK;
+    }
+    /* The pages back [iova & ~page_mask, iova + length) */
+    if (mem->page_shift < QHCA_PAGE_SHIFT || mem->page_shift > 30) {
+        QHCA_GUEST_ERROR(c, reg_mr_bad_page_shift, mem->page_shift);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    span = (iova & ((1ULL << mem->page_shift) - 1)) + length;
+    return qhca_pages_load(c, mem, span, false, &mr->pages);
+}
+
 static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
 {
     const struct qhca_cmd_reg_mr *p = &x->cmd->reg_mr;
@@ -728,44 +763,76 @@ static int cmd_reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
             return QHCA_CMD_ERR_PARAM;
         }
     } else {
-        uint32_t flags = le32_to_cpu(p->flags);
-
-        mr->access = le32_to_cpu(p->access);
-        mr->iova = le64_to_cpu(p->iova);
-        mr->length = le64_to_cpu(p->length);
-        mr->phys = flags & QHCA_MR_PHYS;
-        /* A guest-physical (DMA) MR may span all of guest memory */
-        if ((mr->access & ~QHCA_ACCESS_MASK) || (flags & ~QHCA_MR_PHYS) ||
-            mr->length == 0 ||
-            (!mr->phys && mr->length > QHCA_MAX_MR_SIZE) ||
-            mr->iova + mr->length < mr->iova) {
-            QHCA_GUEST_ERROR(c, reg_mr_bad_access_flags_range, mr->length);
+        ret = mr_set_translation(c, mr, le32_to_cpu(p->access),
+                                 le64_to_cpu(p->iova), le64_to_cpu(p->length),
+                                 le32_to_cpu(p->flags), &p->mem);
+        if (ret) {
             g_free(mr);
-            return QHCA_CMD_ERR_PARAM;
-        }
-        if (!mr->phys) {
-            uint64_t span;
-
-            /* The pages back [iova & ~page_mask, iova + length) */
-            if (p->mem.page_shift < QHCA_PAGE_SHIFT ||
-                p->mem.page_shift > 30) {
-                QHCA_GUEST_ERROR(c, reg_mr_bad_page_shift, p->mem.page_shift);
-                g_free(mr);
-                return QHCA_CMD_ERR_PARAM;
-            }
-            span = (mr->iova & ((1ULL << p->mem.page_shift) - 1)) +
-                   mr->length;
-            ret = qhca_pages_load(c, &p->mem, span, false, &mr->pages);
-            if (ret) {
-                g_free(mr);
-                return ret;
-            }
+            return ret;
         }
         mr->valid = true;
     }
     c->pd[pdn]->refs++;
     c->mr[n] = mr;
     x->result = mr->key;
+    return QHCA_CMD_OK;
+}
+
+/*
+ * REREG_MR: an MR's PD, access rights or translation (iova, length, pages),
+ * each as its flag asks; the key stays.  Everything is checked before
+ * anything changes.  Remote accesses check the MR packet by packet, so a
+ * message under way sees the new MR from its next packet on.
+ */
+static int cmd_rereg_mr(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_rereg_mr *p = &x->cmd->rereg_mr;
+    uint32_t key = le32_to_cpu(p->key);
+    uint32_t what = le32_to_cpu(p->what);
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+    uint32_t access;
+    QhcaMr t;
+    int ret;
+
+    if (!mr || mr->key != key || mr->fast_reg) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (!what || (what & ~QHCA_REREG_MASK)) {
+        QHCA_GUEST_ERROR(c, rereg_mr_bad_flags, what);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if ((what & QHCA_REREG_PD) && !LOOKUP(c, pd, pdn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    access = (what & QHCA_REREG_ACCESS) ? le32_to_cpu(p->access) : mr->access;
+    memset(&t, 0, sizeof(t));
+    if (what & QHCA_REREG_TRANS) {
+        ret = mr_set_translation(c, &t, access, le64_to_cpu(p->iova),
+                                 le64_to_cpu(p->length),
+                                 le32_to_cpu(p->mr_flags), &p->mem);
+    } else {
+        /* the same translation (not loaded again), perhaps new rights */
+        ret = mr_set_translation(c, &t, access, mr->iova, mr->length,
+                                 QHCA_MR_PHYS, NULL);
+    }
+    if (ret) {
+        return ret;
+    }
+    if (what & QHCA_REREG_PD) {
+        c->pd[mr->pdn]->refs--;
+        c->pd[pdn]->refs++;
+        mr->pdn = pdn;
+    }
+    mr->access = t.access;
+    if (what & QHCA_REREG_TRANS) {
+        qhca_pages_free(c, &mr->pages);
+        mr->pages = t.pages;
+        mr->iova = t.iova;
+        mr->length = t.length;
+        mr->phys = t.phys;
+    }
+    trace_qhca_rereg_mr(key, what, mr->pdn, mr->access);
     return QHCA_CMD_OK;
 }
 
@@ -1505,6 +1572,8 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
         return cmd_query_qp_state(c, x);
     case QHCA_CMD_QUERY_CQ:
         return cmd_query_cq(c, x);
+    case QHCA_CMD_REREG_MR:
+        return cmd_rereg_mr(c, x);
     default:
         QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
         return QHCA_CMD_ERR_OPCODE;

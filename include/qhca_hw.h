@@ -226,6 +226,7 @@ enum qhca_cmd_opcode {
 						 * from .first; result: QHCA_STAT_NUM */
 	QHCA_CMD_QUERY_QP_STATE		= 0x19,	/* resp: struct qhca_qp_state_info */
 	QHCA_CMD_QUERY_CQ		= 0x1a,	/* resp: struct qhca_cq_info */
+	QHCA_CMD_REREG_MR		= 0x1b,	/* struct qhca_cmd_rereg_mr */
 	QHCA_CMD_MAX
 };
 
@@ -314,6 +315,24 @@ struct qhca_cmd_reg_mr {
 	qhca_le32 key_variant;		/* low 8 bits of the returned key */
 };
 #define QHCA_MR_PHYS			(1u << 0)	/* no page list: mem ignored */
+
+/* REREG_MR: what changes (the key stays) */
+#define QHCA_REREG_TRANS		(1u << 0)	/* iova, length, pages */
+#define QHCA_REREG_PD			(1u << 1)
+#define QHCA_REREG_ACCESS		(1u << 2)
+#define QHCA_REREG_MASK			0x7u
+
+struct qhca_cmd_rereg_mr {
+	qhca_le32 key;			/* a registered (not fast-register) MR */
+	qhca_le32 what;			/* QHCA_REREG_* */
+	qhca_le32 pdn;			/* with QHCA_REREG_PD */
+	qhca_le32 access;		/* with QHCA_REREG_ACCESS */
+	qhca_le64 iova;			/* with QHCA_REREG_TRANS: as REG_MR's */
+	qhca_le64 length;
+	struct qhca_pbl_desc mem;
+	qhca_le32 mr_flags;		/* QHCA_MR_PHYS */
+	qhca_le32 reserved;
+};
 
 struct qhca_cmd_alloc_mr {
 	qhca_le32 pdn;
@@ -478,6 +497,7 @@ struct qhca_cmd {
 		struct qhca_cmd_modify_srq modify_srq;
 		struct qhca_cmd_create_ah create_ah;
 		struct qhca_cmd_query_stats query_stats;
+		struct qhca_cmd_rereg_mr rereg_mr;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);

@@ -2039,12 +2039,124 @@ static void test_transport_counters(void)
     pair_stop(&p);
 }
 
+/* REREG_MR (issue 12 item 3): rights, translation and PD change; the key stays */
+static int rereg(QQhca *d, uint32_t key, uint32_t what, uint32_t pdn,
+                 uint32_t access, const Mr *trans)
+{
+    struct qhca_cmd_rereg_mr r = { 0 };
+
+    r.key = cpu_to_le32(key);
+    r.what = cpu_to_le32(what);
+    r.pdn = cpu_to_le32(pdn);
+    r.access = cpu_to_le32(access);
+    if (trans) {
+        uint64_t pbl = qhca_alloc(d, 4096);
+
+        g_assert_cmpuint(trans->npages, ==, 1);
+        qtest_writeq(d->qts, pbl, trans->mem);
+        r.iova = cpu_to_le64(trans->iova);
+        r.length = cpu_to_le64(trans->len);
+        r.mem.pbl_addr = cpu_to_le64(pbl);
+        r.mem.num_pages = cpu_to_le32(1);
+        r.mem.levels = 1;
+        r.mem.page_shift = 12;
+    }
+    return qhca_cmd_post(d, QHCA_CMD_REREG_MR, &r, sizeof(r), NULL);
+}
+
+static void write_to(End *a, const Mr *ma, const Mr *mb, uint64_t wr_id,
+                     uint32_t len)
+{
+    struct qhca_send_wqe w = wqe(QHCA_WQE_RDMA_WRITE, wr_id);
+    struct qhca_sge s = sge(ma, 0, len);
+
+    w.rdma.remote_addr = cpu_to_le64(mb->iova);
+    w.rdma.rkey = cpu_to_le32(mb->key);
+    post_send(a, &w, &s, 1, NULL, 0);
+}
+
+static void test_wire_rereg_mr(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb, fresh, fr;
+    uint8_t out[4096], in[4096], zero[4096] = { 0 };
+    uint32_t pd2;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x10000);
+    /* B's MR starts without remote rights */
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x40000);
+    fill(out, sizeof(out), 31);
+    mr_io(&p.a, &ma, 0, out, sizeof(out), true);
+
+    /* what a consumer can get wrong: nothing changes */
+    g_assert_cmpint(rereg(&p.b, mb.key ^ 1, QHCA_REREG_ACCESS, 0,
+                          ALL_ACCESS, NULL), ==, QHCA_CMD_ERR_HANDLE);
+    g_assert_cmpint(rereg(&p.b, mb.key, 0, 0, ALL_ACCESS, NULL), ==,
+                    QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(rereg(&p.b, mb.key, 8, 0, ALL_ACCESS, NULL), ==,
+                    QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_ACCESS, 0, 0x100, NULL),
+                    ==, QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_PD | QHCA_REREG_ACCESS,
+                          999, ALL_ACCESS, NULL), ==, QHCA_CMD_ERR_HANDLE);
+    fr = (Mr){ .iova = 0x40000, .len = 0, .npages = 1,
+               .mem = qhca_alloc(&p.b, 4096) };
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_TRANS | QHCA_REREG_ACCESS,
+                          0, ALL_ACCESS, &fr), ==, QHCA_CMD_ERR_PARAM);
+    fr.len = 8192;                      /* more than its one page */
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_TRANS | QHCA_REREG_ACCESS,
+                          0, ALL_ACCESS, &fr), ==, QHCA_CMD_ERR_PARAM);
+
+    /* new rights: the WRITE B refused before the call now lands */
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_ACCESS, 0,
+                          QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE,
+                          NULL), ==, QHCA_CMD_OK);
+    write_to(&a, &ma, &mb, 0xa1, 4096);
+    expect_cqe(&a, 0xa1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_WRITE);
+    mr_io(&p.b, &mb, 0, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+
+    /* a new translation: same iova and key, other memory */
+    fresh = (Mr){ .iova = 0x40000, .len = 4096, .npages = 1,
+                  .mem = qhca_alloc(&p.b, 4096) };
+    mr_io(&p.b, &fresh, 0, zero, sizeof(zero), true);
+    mr_io(&p.b, &mb, 0, zero, sizeof(zero), true);
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_TRANS, 0, 0, &fresh), ==,
+                    QHCA_CMD_OK);
+    write_to(&a, &ma, &mb, 0xa2, 4096);
+    expect_cqe(&a, 0xa2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RDMA_WRITE);
+    mr_io(&p.b, &fresh, 0, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+    mr_io(&p.b, &mb, 0, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(in), zero, sizeof(zero));
+
+    /* another PD: B's QP no longer reaches it, the PD is held by the MR */
+    pd2 = qhca_mk_pd(&p.b);
+    g_assert_cmpint(rereg(&p.b, mb.key, QHCA_REREG_PD, pd2, 0, NULL), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DEALLOC_PD, pd2), ==,
+                    QHCA_CMD_ERR_BUSY);
+    write_to(&a, &ma, &mb, 0xa3, 4096);
+    expect_cqe(&a, 0xa3, QHCA_CQE_REM_ACCESS_ERR, 0);
+    mr_io(&p.b, &fresh, 0, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+    g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DEREG_MR, mb.key), ==,
+                    QHCA_CMD_OK);
+    g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DEALLOC_PD, pd2), ==,
+                    QHCA_CMD_OK);
+    pair_stop(&p);
+}
+
 static void qhca_add_uc_counter_tests(void)
 {
     qtest_add_func("/qhca/uc/send-write", test_uc_send_write);
     qtest_add_func("/qhca/uc/lost-packet", test_uc_lost_packet);
     qtest_add_func("/qhca/uc/errors-drop", test_uc_errors_drop);
     qtest_add_func("/qhca/transport/counters", test_transport_counters);
+    qtest_add_func("/qhca/wire/rereg-mr", test_wire_rereg_mr);
 }
 
 /*

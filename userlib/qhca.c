@@ -121,6 +121,22 @@ static struct ibv_mr *qhca_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+/*
+ * The MR's PD, rights or memory change in place (its keys stay); the
+ * kernel and the device check all of it.  hca_va follows the new address,
+ * as ibv_reg_mr()'s does.
+ */
+static int qhca_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			 void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static int qhca_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
@@ -313,6 +329,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.query_qp = qhca_query_qp,
 	.query_srq = qhca_query_srq,
 	.reg_mr = qhca_reg_mr,
+	.rereg_mr = qhca_rereg_mr,
 	.req_notify_cq = qhca_req_notify_cq,
 };
 

@@ -69,7 +69,8 @@ static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_READ,
+		.qp_access_flags = IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_WRITE,
 	};
 	int ret;
 
@@ -195,6 +196,93 @@ static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_destroy_cq(cq);
 }
 
+/* Write @len bytes of @src to @dst's rkey through @qp; the completion status */
+static int loop_write(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
+		      struct ibv_mr *dst, void *dst_addr, uint32_t len)
+{
+	struct ibv_sge s = {
+		.addr = (uintptr_t)src->addr, .length = len, .lkey = src->lkey,
+	};
+	struct ibv_send_wr w = {
+		.wr_id = 7, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)dst_addr,
+			     .rkey = dst->rkey },
+	}, *bad;
+	struct ibv_wc wc;
+	int i, n = 0;
+
+	if (ibv_post_send(qp, &w, &bad))
+		return -1;
+	for (i = 0; i < 5000000 && n == 0; i++)
+		n = ibv_poll_cq(cq, 1, &wc);
+	return n == 1 ? (int)wc.status : -1;
+}
+
+/*
+ * ibv_rereg_mr (issue 12 item 3): new rights, a new translation and a new
+ * PD of an MR that an RC QP connected to itself writes to; the keys stay
+ */
+static void check_rereg(struct ibv_context *ctx, struct ibv_pd *pd, int gidx,
+			union ibv_gid *gid)
+{
+	static char src[4096], a1[4096], a2[4096];
+	struct ibv_mr *ms, *md;
+	struct ibv_pd *pd2;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint32_t rkey;
+	int st, ret;
+
+	memset(src, 0x5a, sizeof(src));
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	qp = cq ? rc_qp(pd, cq, 4, 1) : NULL;
+	ms = ibv_reg_mr(pd, src, sizeof(src), 0);
+	md = ibv_reg_mr(pd, a1, sizeof(a1), IBV_ACCESS_LOCAL_WRITE);
+	pd2 = ibv_alloc_pd(ctx);
+	if (!qp || !ms || !md || !pd2 || qp_to_rts(qp, gidx, gid, 1)) {
+		result(0, "a QP connected to itself and MRs for ibv_rereg_mr",
+		       "errno %d", errno);
+		return;
+	}
+	rkey = md->rkey;
+
+	ret = ibv_rereg_mr(md, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	st = ret ? -2 : loop_write(qp, cq, ms, md, a1, sizeof(src));
+	result(!ret && st == IBV_WC_SUCCESS && md->rkey == rkey &&
+	       !memcmp(a1, src, sizeof(src)),
+	       "ibv_rereg_mr: new rights (remote write), the rkey stays",
+	       "ret %d, write status %d, rkey %#x -> %#x", ret, st, rkey,
+	       md->rkey);
+
+	memset(a1, 0, sizeof(a1));
+	memset(src, 0xa5, sizeof(src));
+	ret = ibv_rereg_mr(md, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, a2,
+			   sizeof(a2), 0);
+	st = ret ? -2 : loop_write(qp, cq, ms, md, a2, sizeof(src));
+	result(!ret && st == IBV_WC_SUCCESS && md->addr == a2 &&
+	       !memcmp(a2, src, sizeof(src)) && a1[0] == 0 && a1[4095] == 0,
+	       "ibv_rereg_mr: new memory, the write lands there",
+	       "ret %d, write status %d", ret, st);
+
+	ret = ibv_rereg_mr(md, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	memset(a2, 0, sizeof(a2));
+	st = ret ? -2 : loop_write(qp, cq, ms, md, a2, sizeof(src));
+	result(!ret && st == IBV_WC_REM_ACCESS_ERR && md->pd == pd2 &&
+	       a2[0] == 0,
+	       "ibv_rereg_mr: another PD, the QP's writes are refused",
+	       "ret %d, write status %d", ret, st);
+	result(ibv_dealloc_pd(pd2) == EBUSY,
+	       "ibv_rereg_mr: the MR holds its new PD", NULL);
+
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(md);
+	ibv_dereg_mr(ms);
+	ibv_dealloc_pd(pd2);
+	ibv_destroy_cq(cq);
+}
+
 static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	static char buf[8192];
@@ -305,17 +393,6 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	if (mr)
 		ibv_dereg_mr(mr);
 
-	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	if (mr) {
-		errno = 0;
-		ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-		expect_eopnotsupp("ibv_rereg_mr", errno);
-		ibv_dereg_mr(mr);
-	} else {
-		result(0, "an MR for ibv_rereg_mr", "errno %d", errno);
-	}
-
 	errno = 0;
 	expect_eopnotsupp("ibv_alloc_dm", PTR_ERR(ibv_alloc_dm(ctx, &dma)));
 	errno = 0;
@@ -419,6 +496,7 @@ int main(int argc, char **argv)
 	       "%#x", pa.max_msg_sz);
 
 	check_limits(ctx, pd, &dx.orig_attr, gidx, &gid);
+	check_rereg(ctx, pd, gidx, &gid);
 	check_unsupported(ctx, pd);
 
 	ibv_dealloc_pd(pd);
