@@ -2150,6 +2150,84 @@ static void test_wire_rereg_mr(void)
     pair_stop(&p);
 }
 
+/* RESIZE_CQ (issue 12 item 3): CQEs not yet consumed move to the new ring */
+static int resize_cq(End *e, uint32_t log, Ring *nr, uint32_t *carried)
+{
+    struct qhca_cmd_resize_cq r = { 0 };
+
+    r.cqn = cpu_to_le32(e->cqn);
+    r.log_depth = log;
+    r.mem = ring_alloc(e->d, nr, log ? log : 1, 5);
+    return qhca_cmd_post(e->d, QHCA_CMD_RESIZE_CQ, &r, sizeof(r), carried);
+}
+
+static void test_wire_resize_cq(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    Ring nr, small;
+    uint32_t n, i;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x10000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x20000);
+    s = sge(&ma, 0, 64);
+    r = sge(&mb, 0, 4096);
+    for (i = 0; i < 5; i++) {
+        post_recv(&b, 0xb0 + i, &r, 1);
+        w = wqe(QHCA_WQE_SEND, 0xa0 + i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+        expect_cqe(&a, 0xa0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    }
+    /* B has 5 CQEs and consumes 2 of them */
+    settle(&p, 20);
+    expect_cqe(&b, 0xb0, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&b, 0xb1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+
+    /* refused: no such CQ, no room for the 3 held, a bad depth */
+    {
+        End other = b;
+
+        other.cqn = 999;
+        g_assert_cmpint(resize_cq(&other, 3, &small, &n), ==,
+                        QHCA_CMD_ERR_HANDLE);
+    }
+    g_assert_cmpint(resize_cq(&b, 1, &small, &n), ==, QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(resize_cq(&b, 0, &small, &n), ==, QHCA_CMD_ERR_PARAM);
+    /* the old ring is still the CQ's: the next CQE is where it was */
+    g_assert_true(cqe_ready(&b, b.cq_ci));
+
+    /* to 8 entries: the 3 held are its first three */
+    g_assert_cmpint(resize_cq(&b, 3, &nr, &n), ==, QHCA_CMD_OK);
+    g_assert_cmpuint(n, ==, 3);
+    b.cq = nr;
+    b.cq_ci = 0;
+    for (i = 2; i < 5; i++) {
+        c = poll_cq(&b);
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb0 + i);
+        g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        g_assert_cmpuint(le32_to_cpu(c.qpn), ==, b.qpn);
+    }
+    g_assert_true(cq_idle(&b, 10));
+
+    /* and on: 12 more completions wrap the new ring */
+    for (i = 0; i < 12; i++) {
+        post_recv(&b, 0xc0 + i, &r, 1);
+        w = wqe(QHCA_WQE_SEND, 0xd0 + i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+        expect_cqe(&a, 0xd0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+        expect_cqe(&b, 0xc0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    }
+    g_assert_true(cq_idle(&b, 10));
+    g_assert_cmphex(qhca_rd(&p.b, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+    pair_stop(&p);
+}
+
 static void qhca_add_uc_counter_tests(void)
 {
     qtest_add_func("/qhca/uc/send-write", test_uc_send_write);
@@ -2157,6 +2235,7 @@ static void qhca_add_uc_counter_tests(void)
     qtest_add_func("/qhca/uc/errors-drop", test_uc_errors_drop);
     qtest_add_func("/qhca/transport/counters", test_transport_counters);
     qtest_add_func("/qhca/wire/rereg-mr", test_wire_rereg_mr);
+    qtest_add_func("/qhca/wire/resize-cq", test_wire_resize_cq);
 }
 
 /*
@@ -2624,6 +2703,77 @@ static void test_ipv6_hostile_frames(void)
 }
 
 /*
+ * Hostile IPv6 input to a UD QP, which has no path to check: an IPv6
+ * header whose destination is the device's IPv4 GID written IPv4-mapped
+ * (::ffff:198.18.0.2, byte for byte a GID in B's table), or whose source
+ * is multicast or unspecified, is dropped by the parser; a good frame from
+ * any unicast address is taken, its header in the GRH area as sent
+ */
+static void test_ipv6_ud_hostile(void)
+{
+    static const uint8_t payload[64] = "UD over IPv6";
+    uint8_t in[40 + sizeof(payload)];
+    Pair p;
+    End a, b;
+    Mr mb;
+    struct qhca_sge s;
+    struct qhca_cqe c;
+    QhcaRoceHdr h, h6;
+    uint32_t dropped;
+
+    pair_start(&p, WIRE_BLACKHOLE);
+    end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
+    add_gid6(&b);
+    ud_rts(&b, 0x4444);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    s = sge(&mb, 0, sizeof(in));
+    post_recv(&b, 0x691, &s, 1);
+    dropped = qhca_rd(&p.b, QHCA_REG_STAT_RX_DROPPED);
+
+    h6 = hdr_from(&a, &b, QHCA_ROCE_OP_UD_SEND_ONLY, 0);
+    h6.ipv6 = true;
+    h6.tos = 0x10;
+    h6.flow_label = 0x54321;
+    h6.deth.qkey = 0x4444;
+    h6.deth.src_qp = a.qpn;
+    gid6_of(h6.src_ip6, mac_a);
+    gid6_of(h6.dst_ip6, mac_b);
+
+    h = h6;
+    memset(h.dst_ip6, 0, 16);
+    h.dst_ip6[10] = h.dst_ip6[11] = 0xff;
+    stl_be_p(&h.dst_ip6[12], IP_B);
+    inject(&p, 1, &h, payload, sizeof(payload));
+    h = h6;
+    h.src_ip6[0] = 0xff;
+    inject(&p, 1, &h, payload, sizeof(payload));
+    h = h6;
+    memset(h.src_ip6, 0, 16);
+    inject(&p, 1, &h, payload, sizeof(payload));
+    g_assert_true(cq_idle(&b, 100));
+    g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STAT_RX_DROPPED), ==,
+                     dropped + 3);
+
+    /* a global address no QP of B's knows: UD takes it */
+    h = h6;
+    h.src_ip6[0] = 0x20;
+    h.src_ip6[1] = 0x01;
+    inject(&p, 1, &h, payload, sizeof(payload));
+    c = poll_cq(&b);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x691);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.network_hdr_type, ==, QHCA_NET_ROCE_V2_IPV6);
+    g_assert_cmpuint(le32_to_cpu(c.src_qp), ==, a.qpn);
+    mr_io(&p.b, &mb, 0, in, sizeof(in), false);
+    g_assert_cmphex(ldl_be_p(in), ==, 0x6 << 28 | 0x10 << 20 | 0x54321);
+    g_assert_cmpmem(in + 8, 16, h.src_ip6, 16);
+    g_assert_cmpmem(in + 24, 16, h.dst_ip6, 16);
+    g_assert_cmpmem(in + 40, sizeof(payload), payload, sizeof(payload));
+    pair_stop(&p);
+}
+
+/*
  * Commands: ADD_GID takes IPv4-mapped and IPv6 unicast GIDs only;
  * MODIFY_QP refuses a path whose destination is not of the source GID's
  * IP version or not unicast
@@ -2695,6 +2845,7 @@ static void qhca_add_ipv6_tests(void)
     qtest_add_func("/qhca/ipv6/ud", test_ipv6_ud);
     qtest_add_func("/qhca/ipv6/loopback", test_ipv6_loopback);
     qtest_add_func("/qhca/ipv6/hostile-frames", test_ipv6_hostile_frames);
+    qtest_add_func("/qhca/ipv6/ud-hostile", test_ipv6_ud_hostile);
     qtest_add_func("/qhca/ipv6/bad-gids", test_ipv6_bad_gids);
 }
 
