@@ -416,6 +416,7 @@ u32 qhca_ucontext_db_page(struct ib_udata *udata);
 /* qhca_cq.c */
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct uverbs_attr_bundle *attrs);
+int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

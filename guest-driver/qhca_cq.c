@@ -130,6 +130,61 @@ err_ring:
 	return ret;
 }
 
+/*
+ * ibv_resize_cq(): the provider has a new ring of @cqe entries (sized by
+ * qhca_geom_cq_depth() as create's) and has told the device of every CQE
+ * it polled; the device moves the rest to the new ring's first entries.
+ * Kernel CQs are polled here under a spinlock and are not resized.
+ */
+int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibcq->device);
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+	struct qhca_cmd_resize_cq cmd = {};
+	struct qhca_resize_cq_resp resp = {};
+	struct qhca_resize_cq_cmd ucmd;
+	struct qhca_ring ring = {};
+	struct qhca_pbl pbl;
+	u32 depth, carried;
+	int ret;
+
+	if (!udata || !cq->user)
+		return -EOPNOTSUPP;
+	depth = qhca_geom_cq_depth(cqe, dev->max_cqe);
+	if (!depth)
+		return -EINVAL;
+	ret = qhca_udata_in(udata, &ucmd, sizeof(ucmd));
+	if (ret)
+		return ret;
+	if (ucmd.reserved || ucmd.depth != depth)
+		return -EINVAL;
+	ret = qhca_ring_pin(dev, &ring, ucmd.buf_va, depth,
+			    ilog2(QHCA_CQE_SIZE));
+	if (ret)
+		return ret;
+	ret = qhca_ring_pbl(dev, &ring, &pbl, &cmd.mem);
+	if (ret)
+		goto err_ring;
+	cmd.cqn = cpu_to_le32(cq->cqn);
+	cmd.log_depth = ilog2(depth);
+	ret = qhca_cmd(dev, QHCA_CMD_RESIZE_CQ, &cmd, sizeof(cmd), &carried);
+	qhca_pbl_free(dev, &pbl);
+	if (ret)
+		goto err_ring;
+
+	/* the device writes to the new ring only */
+	qhca_ring_free(dev, &cq->ring);
+	cq->ring = ring;
+	ibcq->cqe = depth;
+	resp.depth = depth;
+	resp.carried = carried;
+	return qhca_udata_out(udata, &resp, sizeof(resp));
+
+err_ring:
+	qhca_ring_free(dev, &ring);
+	return ret;
+}
+
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibcq->device);

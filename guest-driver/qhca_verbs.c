@@ -828,6 +828,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.reg_user_mr = qhca_op_reg_user_mr,
 	.rereg_user_mr = qhca_rereg_user_mr,
 	.req_notify_cq = qhca_req_notify_cq,
+	.resize_cq = qhca_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),

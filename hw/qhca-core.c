@@ -883,6 +883,57 @@ static int cmd_create_cq(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
+/*
+ * RESIZE_CQ: the CQ moves to a new ring.  The CQEs written and not yet
+ * released by the consumer index (the CQ_CI doorbell) are copied in order
+ * to the new ring's first entries, and the CQ goes on there: producer index
+ * after them, consumer index 0.  Software releases what it has polled
+ * before the command and polls the new ring from index 0 after it.  The
+ * old ring stays in use if anything fails.
+ */
+static int cmd_resize_cq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_resize_cq *p = &x->cmd->resize_cq;
+    QhcaCq *cq = LOOKUP(c, cq, le32_to_cpu(p->cqn));
+    QhcaRing nr = { 0 };
+    uint16_t n, i;
+    int ret;
+
+    if (!cq) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    ret = qhca_ring_init(c, &nr, &p->mem, p->log_depth,
+                         ctz32(QHCA_CQE_SIZE));
+    if (ret) {
+        return ret;
+    }
+    n = cq->ring.pi - cq->ring.ci;
+    if (n > (1u << nr.log_depth)) {
+        QHCA_GUEST_ERROR(c, resize_cq_smaller_than_cqes_held, n);
+        qhca_pages_free(c, &nr.mem);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    for (i = 0; i < n; i++) {
+        struct qhca_cqe e;
+        uint64_t from;
+
+        if (!qhca_ring_entry_addr(&cq->ring, cq->ring.ci + i, &from) ||
+            !dma_read(c, from, &e, sizeof(e)) ||
+            !qhca_ring_produce(c, &nr, &e, sizeof(e),
+                               offsetof(struct qhca_cqe, owner))) {
+            qhca_pages_free(c, &nr.mem);
+            return QHCA_CMD_ERR_DMA;
+        }
+    }
+    qhca_pages_free(c, &cq->ring.mem);
+    cq->ring = nr;
+    trace_qhca_resize_cq(le32_to_cpu(p->cqn), 1u << nr.log_depth, n);
+    x->result = n;
+    /* QPs that waited for room in the CQ may go on */
+    c->ops->schedule(c->opaque);
+    return QHCA_CMD_OK;
+}
+
 static int cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_qp *p = &x->cmd->create_qp;
@@ -1574,6 +1625,8 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
         return cmd_query_cq(c, x);
     case QHCA_CMD_REREG_MR:
         return cmd_rereg_mr(c, x);
+    case QHCA_CMD_RESIZE_CQ:
+        return cmd_resize_cq(c, x);
     default:
         QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
         return QHCA_CMD_ERR_OPCODE;

@@ -33,6 +33,22 @@ struct qhca_create_cq_cmd {
 };
 
 /*
+ * ibv_resize_cq(): a new ring allocated as create's; the provider has told
+ * the device (CQ_CI) of every CQE it polled, and the device moves the rest
+ * to the new ring's first entries (carried)
+ */
+struct qhca_resize_cq_cmd {
+	__aligned_u64 buf_va;
+	__u32 depth;
+	__u32 reserved;
+};
+
+struct qhca_resize_cq_resp {
+	__u32 depth;
+	__u32 carried;
+};
+
+/*
  * The create responses return the queue geometry the kernel computed with
  * the rules of qhca_hw.h ("Queue geometry"), flagged in comp_mask by
  * QHCA_CREATE_RESP_GEOMETRY.  Kernels before that flag wrote only the

@@ -227,6 +227,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_QUERY_QP_STATE		= 0x19,	/* resp: struct qhca_qp_state_info */
 	QHCA_CMD_QUERY_CQ		= 0x1a,	/* resp: struct qhca_cq_info */
 	QHCA_CMD_REREG_MR		= 0x1b,	/* struct qhca_cmd_rereg_mr */
+	QHCA_CMD_RESIZE_CQ		= 0x1c,	/* result: CQEs carried over */
 	QHCA_CMD_MAX
 };
 
@@ -348,6 +349,14 @@ struct qhca_cmd_create_cq {
 	qhca_le32 eqn;			/* completion events go to this EQ */
 	qhca_le32 db_page;		/* doorbell page allowed to ring this CQ */
 	qhca_le32 reserved2;
+};
+
+/* RESIZE_CQ: the CQ's new ring; the CQEs not yet released move to it */
+struct qhca_cmd_resize_cq {
+	qhca_le32 cqn;
+	qhca_u8 log_depth;		/* 1..15, room for the CQEs held */
+	qhca_u8 reserved[3];
+	struct qhca_pbl_desc mem;	/* depth * QHCA_CQE_SIZE bytes */
 };
 
 enum qhca_qp_type {
@@ -498,6 +507,7 @@ struct qhca_cmd {
 		struct qhca_cmd_create_ah create_ah;
 		struct qhca_cmd_query_stats query_stats;
 		struct qhca_cmd_rereg_mr rereg_mr;
+		struct qhca_cmd_resize_cq resize_cq;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);

@@ -2150,6 +2150,84 @@ static void test_wire_rereg_mr(void)
     pair_stop(&p);
 }
 
+/* RESIZE_CQ (issue 12 item 3): CQEs not yet consumed move to the new ring */
+static int resize_cq(End *e, uint32_t log, Ring *nr, uint32_t *carried)
+{
+    struct qhca_cmd_resize_cq r = { 0 };
+
+    r.cqn = cpu_to_le32(e->cqn);
+    r.log_depth = log;
+    r.mem = ring_alloc(e->d, nr, log ? log : 1, 5);
+    return qhca_cmd_post(e->d, QHCA_CMD_RESIZE_CQ, &r, sizeof(r), carried);
+}
+
+static void test_wire_resize_cq(void)
+{
+    Pair p;
+    End a, b;
+    Mr ma, mb;
+    struct qhca_sge s, r;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    Ring nr, small;
+    uint32_t n, i;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x10000);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x20000);
+    s = sge(&ma, 0, 64);
+    r = sge(&mb, 0, 4096);
+    for (i = 0; i < 5; i++) {
+        post_recv(&b, 0xb0 + i, &r, 1);
+        w = wqe(QHCA_WQE_SEND, 0xa0 + i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+        expect_cqe(&a, 0xa0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    }
+    /* B has 5 CQEs and consumes 2 of them */
+    settle(&p, 20);
+    expect_cqe(&b, 0xb0, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    expect_cqe(&b, 0xb1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+
+    /* refused: no such CQ, no room for the 3 held, a bad depth */
+    {
+        End other = b;
+
+        other.cqn = 999;
+        g_assert_cmpint(resize_cq(&other, 3, &small, &n), ==,
+                        QHCA_CMD_ERR_HANDLE);
+    }
+    g_assert_cmpint(resize_cq(&b, 1, &small, &n), ==, QHCA_CMD_ERR_PARAM);
+    g_assert_cmpint(resize_cq(&b, 0, &small, &n), ==, QHCA_CMD_ERR_PARAM);
+    /* the old ring is still the CQ's: the next CQE is where it was */
+    g_assert_true(cqe_ready(&b, b.cq_ci));
+
+    /* to 8 entries: the 3 held are its first three */
+    g_assert_cmpint(resize_cq(&b, 3, &nr, &n), ==, QHCA_CMD_OK);
+    g_assert_cmpuint(n, ==, 3);
+    b.cq = nr;
+    b.cq_ci = 0;
+    for (i = 2; i < 5; i++) {
+        c = poll_cq(&b);
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0xb0 + i);
+        g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        g_assert_cmpuint(le32_to_cpu(c.qpn), ==, b.qpn);
+    }
+    g_assert_true(cq_idle(&b, 10));
+
+    /* and on: 12 more completions wrap the new ring */
+    for (i = 0; i < 12; i++) {
+        post_recv(&b, 0xc0 + i, &r, 1);
+        w = wqe(QHCA_WQE_SEND, 0xd0 + i);
+        post_send(&a, &w, &s, 1, NULL, 0);
+        expect_cqe(&a, 0xd0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+        expect_cqe(&b, 0xc0 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    }
+    g_assert_true(cq_idle(&b, 10));
+    g_assert_cmphex(qhca_rd(&p.b, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+    pair_stop(&p);
+}
+
 static void qhca_add_uc_counter_tests(void)
 {
     qtest_add_func("/qhca/uc/send-write", test_uc_send_write);
@@ -2157,6 +2235,7 @@ static void qhca_add_uc_counter_tests(void)
     qtest_add_func("/qhca/uc/errors-drop", test_uc_errors_drop);
     qtest_add_func("/qhca/transport/counters", test_transport_counters);
     qtest_add_func("/qhca/wire/rereg-mr", test_wire_rereg_mr);
+    qtest_add_func("/qhca/wire/resize-cq", test_wire_resize_cq);
 }
 
 /*

@@ -331,6 +331,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.reg_mr = qhca_reg_mr,
 	.rereg_mr = qhca_rereg_mr,
 	.req_notify_cq = qhca_req_notify_cq,
+	.resize_cq = qhca_resize_cq,
 };
 
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev,

@@ -36,6 +36,8 @@ DECLARE_DRV_CMD(qhca_get_context, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		qhca_alloc_ucontext_resp);
 DECLARE_DRV_CMD(qhca_uv_create_cq, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		qhca_create_cq_cmd, qhca_create_cq_resp);
+DECLARE_DRV_CMD(qhca_uv_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		qhca_resize_cq_cmd, qhca_resize_cq_resp);
 DECLARE_DRV_CMD(qhca_uv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		qhca_create_qp_cmd, qhca_create_qp_resp);
 DECLARE_DRV_CMD(qhca_uv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
@@ -340,6 +342,7 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *ibctx, int cqe,
 struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr);
 int qhca_destroy_cq(struct ibv_cq *ibcq);
+int qhca_resize_cq(struct ibv_cq *ibcq, int cqe);
 int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 

@@ -419,6 +419,58 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *ibctx,
 	return qhca_create_cq_common(ibctx, attr);
 }
 
+/*
+ * ibv_resize_cq(): a new ring; what has not been polled moves to its first
+ * entries (the device copies it), and polling goes on there from index 0.
+ * Not between ibv_start_poll() and ibv_end_poll().
+ */
+int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct qhca_uv_resize_cq_resp resp = {};
+	struct qhca_uv_resize_cq cmd = {};
+	struct qhca_cq *cq = to_qhca_cq(ibcq);
+	struct qhca_cqe *ring, *old;
+	size_t size, old_size;
+	uint32_t depth;
+	int ret;
+
+	ret = qhca_cq_depth(cqe, &depth);
+	if (ret)
+		return ret;
+	ring = qhca_alloc_ring((size_t)depth * sizeof(struct qhca_cqe), &size);
+	if (!ring)
+		return ENOMEM;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->have_cur) {
+		ret = EBUSY;
+		goto out;
+	}
+	/* the device keeps what we have not polled, none of what we have */
+	if (cq->ci != cq->db_ci)
+		qhca_cq_update_ci(cq);
+	cmd.buf_va = (uintptr_t)ring;
+	cmd.depth = depth;
+	ret = ibv_cmd_resize_cq(ibcq, depth, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto out;
+	old = cq->ring;
+	old_size = cq->buf_size;
+	cq->ring = ring;
+	cq->buf_size = size;
+	cq->depth = depth;
+	cq->ci = 0;
+	cq->db_ci = 0;
+	ibcq->cqe = depth;
+	ring = old;
+	size = old_size;
+out:
+	pthread_spin_unlock(&cq->lock);
+	qhca_free_ring(ring, size);
+	return ret;
+}
+
 int qhca_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct qhca_cq *cq = to_qhca_cq(ibcq);
