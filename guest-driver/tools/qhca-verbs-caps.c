@@ -360,8 +360,11 @@ static void check_resize_cq(struct ibv_context *ctx, struct ibv_pd *pd,
 	ret = post_writes(qp, ms, md, 100, 12);
 	ret = ret ? ret : poll_in_order(cq, 100, 1);
 	result(!ret, "12 completions on a 16-entry CQ", NULL);
-	/* let all 12 arrive before resizing */
-	usleep(200000);
+	/*
+	 * Let all 12 arrive before resizing (a loopback WRITE takes well under
+	 * a millisecond; the refusal below needs more than 8 held)
+	 */
+	usleep(1000000);
 	ret = ibv_resize_cq(cq, 2);
 	result(ret != 0 && cq->cqe == cqe0,
 	       "ibv_resize_cq below the 11 CQEs held is refused, the CQ unchanged",
