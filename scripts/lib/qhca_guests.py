@@ -1,8 +1,9 @@
 """Boot qhca guests with QEMU's own Python package (qemu.machine.QEMUMachine).
 
-The same guests as scripts/launch (same kernel command line, devices,
-networks and console protocol; see its --help), for host-side scripts
-written in Python: scripts/bench today, scripts/launch later.
+The guests of scripts/launch (which is built on it: its --help says what
+the kernel command line, devices, networks and console protocol are), for
+the host-side scripts: scripts/launch, scripts/demo, scripts/bench and the
+test groups in scripts/test.d/.
 
     from qhca_guests import GuestRun, guest_lock
     with guest_lock():
@@ -221,6 +222,7 @@ class GuestRun:
     add          more files into every guest's /qhca/
     timeout      limit of the run script (guest side, rc 124), and the
                  guests are stopped at ready + timeout + 150 s
+    nice         run QEMU under nice(1), below builds and other work
     """
 
     # pylint: disable=too-many-instance-attributes,too-many-arguments
@@ -228,7 +230,7 @@ class GuestRun:
                  add=(), directory=None, timeout=600, ready_timeout=None,
                  accel="auto", append="", mem=1024, image=IMAGE,
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
-                 mtu=None, wire=None):
+                 mtu=None, wire=None, nice=False):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -251,6 +253,7 @@ class GuestRun:
         self.qemu_bin = qemu_bin
         self.qemu_extra = list(qemu_extra)
         self.capture = capture
+        self.nice = nice
         # as scripts/launch: eth0 MTU 9000 (RDMA path MTU 4096), UDP wire
         self.mtu = int(mtu or os.environ.get("QHCA_GUEST_MTU", 9000))
         self.wire = wire or os.environ.get("QHCA_WIRE", "udp")
@@ -341,8 +344,9 @@ class GuestRun:
             self._netns_made = False
 
     # -- one guest --
-    def qemu_args(self, i, accel):
-        """QEMU's arguments for guest I (without QEMUMachine's own)."""
+    def qemu_args(self, i, accel, serial=None):
+        """QEMU's arguments for guest I (without QEMUMachine's own); the
+        serial console goes to guestI.log unless SERIAL says otherwise."""
         cpu = os.environ.get("QHCA_KVM_CPU", "host") if accel == "kvm" else "Westmere"
         peers = ",".join(guest_ip(j) for j in range(1, self.n + 1) if j != i)
         append = (f"console=ttyS0 quiet panic=-1 oops=panic qguest.id={i} qguest.n={self.n}"
@@ -369,17 +373,34 @@ class GuestRun:
             nd = "rdmanet" if self.has_qhca(1) else "ipnet"
             args += ["-object", f"filter-dump,id=capture,netdev={nd},file={self.capture}"]
         args += self.qemu_extra
-        args += ["-serial", f"file:{os.path.join(self.dir, f'guest{i}.log')}"]
+        args += ["-serial", serial or f"file:{os.path.join(self.dir, f'guest{i}.log')}"]
         return args
 
-    def _start_guest(self, i, accel):
-        machine_cls = qemu_machine_class()
+    def _write_initrd(self, i):
+        """The image with guest I's run archive appended."""
+        os.makedirs(self.dir, exist_ok=True)
         initrd = os.path.join(self.dir, f"guest{i}.initrd")
         with open(initrd, "wb") as out, open(self.image, "rb") as img:
             shutil.copyfileobj(img, out)
             out.write(run_archive(self.runs.get(i, self.run_script), self.add))
+
+    def exec_interactive(self):
+        """Replace this process by QEMU running guest 1 with its serial
+        console (and QEMU's monitor: Ctrl-A C) on this terminal."""
+        accel = choose_accel(self.accel_wanted)
+        self._write_initrd(1)
+        args = [self.qemu_bin, *self.qemu_args(1, accel, serial="mon:stdio"),
+                "-display", "none"]
+        log(f"interactive guest under {accel} (Ctrl-A X quits QEMU)")
+        os.execv(self.qemu_bin, args)
+
+    def _start_guest(self, i, accel):
+        machine_cls = qemu_machine_class()
+        self._write_initrd(i)
         args = self.qemu_args(i, accel)
-        wrapper = ["ip", "netns", "exec", self.netns] if self.netns else []
+        wrapper = ["nice"] if self.nice else []
+        if self.netns:
+            wrapper += ["ip", "netns", "exec", self.netns]
         with open(os.path.join(self.dir, f"guest{i}.cmdline"), "w", encoding="utf-8") as f:
             f.write(" ".join(wrapper + [self.qemu_bin] + args) + "\n")
         open(os.path.join(self.dir, f"guest{i}.log"), "wb").close()
@@ -565,9 +586,18 @@ class GuestRun:
             ready = f"ready after {self.ready[i]:.1f}s" if i in self.ready else "never ready"
             lines.append(f"guest{i}: {st}; {ready}; log {path}")
             try:
+                with open(os.path.join(self.dir, f"guest{i}.qemu.log"), "rb") as f:
+                    said = f.read(300).decode("utf-8", "replace").replace("\n", " ").strip()
+            except OSError:
+                said = ""
+            if said:
+                lines.append(f"guest{i}: QEMU said: {said}")
+            try:
                 os.unlink(os.path.join(self.dir, f"guest{i}.initrd"))
             except OSError:
                 pass
+        if self.capture:
+            lines.append(f"capture: {self.capture}")
         lines.append(f"run directory: {self.dir}")
         with open(os.path.join(self.dir, "summary"), "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")

@@ -14,25 +14,8 @@
 # shellcheck source=scripts/guest/pair.sh
 . /qhca/pair.sh
 
-PASSED=0
-FAILED=0
 APPS_DIR=/tmp/apps
 mkdir -p "$APPS_DIR"
-
-apps_ok() {	# apps_ok NAME
-	echo "ok - $1"
-	PASSED=$((PASSED + 1))
-}
-
-apps_notok() {	# apps_notok NAME [DIAGNOSTIC...]: diagnostics as "# " lines
-	_n=$1
-	shift
-	echo "not ok - $_n"
-	FAILED=$((FAILED + 1))
-	for _l in "$@"; do
-		printf '%s\n' "$_l" | sed 's/^/# /'
-	done
-}
 
 apps_note() { echo "# $*"; }
 
@@ -64,10 +47,10 @@ apps_check() {
 		_why="verification failed: $_v"
 	fi
 	if [ -z "$_why" ]; then
-		apps_ok "$1"
+		ok "$1"
 		return 0
 	fi
-	apps_notok "$1" "$_why" "command: $3" "output (last lines):" \
+	not_ok "$1" "$_why" "command: $3" "output (last lines):" \
 		"$(grep -v '^ *$' "$OUT" | tail -n 15)" \
 		"kernel messages meanwhile:" "$(pair_new_dmesg 15)"
 	return 1
@@ -96,14 +79,13 @@ apps_start() {
 	grep -q ' guest1$' /etc/hosts || printf '%s\tguest1\n%s\tguest2\n' "$APPS_SRV" "$APPS_CLI" >>/etc/hosts
 	echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peer $APPS_PEER, device $PAIR_DEV (GID index $PAIR_GIDX)"
 	if [ ! -e "/sys/class/infiniband/$PAIR_DEV" ]; then
-		apps_notok "RDMA device $PAIR_DEV present" "$(ls /sys/class/infiniband 2>&1)"
+		not_ok "RDMA device $PAIR_DEV present" "$(ls /sys/class/infiniband 2>&1)"
 	fi
 }
 
 apps_done() {
 	pair_stop_mailbox
-	echo "# checks done: $PASSED passed, $FAILED failed"
-	[ "$FAILED" -eq 0 ]
+	checks_done
 }
 
 # apps_cm_ids: lines of `rdma res show cm_id` (kernel and user rdma_cm ids)
@@ -111,29 +93,7 @@ apps_cm_ids() {
 	qhca_timeout 10 rdma res show cm_id 2>/dev/null | grep -v '^ *$' || true
 }
 
-# check NAME FN [SEC]: run the shell function FN (output kept), ok if it
-# returns 0 within SEC seconds (default 60); its output under a failure.
-# pair.sh's pcheck (a server and a client program on the two guests) runs
-# through this, as in checks.sh.
-WORK=$APPS_DIR/check
-mkdir -p "$WORK"
-check() {
-	_name=$1 _fn=$2 _to=${3:-60}
-	"$_fn" >"$WORK/out" 2>&1 &
-	_pid=$!
-	(
-		sleep "$_to"
-		kill -9 "$_pid" 2>/dev/null && echo "timed out after ${_to}s" >>"$WORK/out"
-	) </dev/null >/dev/null 2>&1 &
-	_wd=$!
-	wait "$_pid"
-	_rc=$?
-	kill "$_wd" 2>/dev/null
-	if [ "$_rc" -eq 0 ]; then
-		apps_ok "$_name"
-	else
-		apps_notok "$_name" "$(head -n 40 "$WORK/out")"
-	fi
-	pair_notes
-	return "$_rc"
-}
+# lib.sh's `check` runs pair.sh's pair checks (pcheck); after each, the
+# notes they left (pair_note)
+QHCA_CHECK_DIR=$APPS_DIR/check
+QHCA_AFTER_CHECK=pair_notes

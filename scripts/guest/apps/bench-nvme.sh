@@ -56,7 +56,7 @@ else
 		done
 		nvme disconnect -n "$NQN" >/dev/null
 	else
-		apps_notok "nvme-fio: connected" "target: ${m:-no answer}"
+		not_ok "nvme-fio: connected" "target: ${m:-no answer}"
 	fi
 	apps_send BENCH-DONE
 fi

@@ -82,7 +82,7 @@ if [ "$QHCA_ID" = 2 ]; then
 	nc -ll -p 7410 -e /qhca/qhca-rshd </dev/null >/dev/null 2>&1 &
 	rshd=$!
 	apps_send RSHD-READY
-	apps_wait MPI-DONE 1200 >/dev/null || apps_notok "mpi: guest 1 finished its mpirun runs" "no MPI-DONE message in 1200 s"
+	apps_wait MPI-DONE 1200 >/dev/null || not_ok "mpi: guest 1 finished its mpirun runs" "no MPI-DONE message in 1200 s"
 	kill "$rshd" 2>/dev/null
 	[ -s /tmp/qhca-rshd.log ] && apps_note "qhca-rshd ran: $(cut -c1-200 /tmp/qhca-rshd.log | head -n 3)"
 else
@@ -94,7 +94,7 @@ else
 			"mpi_run ud_verbs,self" "$V_MPI" &&
 			apps_note "$(grep 'mpi-check: ping-pong' "$OUT" | sed 's/mpi-check: //' | tr '\n' ';')"
 	else
-		apps_notok "mpi: guest 2's qhca-rshd listens" "no RSHD-READY message in 300 s"
+		not_ok "mpi: guest 2's qhca-rshd listens" "no RSHD-READY message in 300 s"
 	fi
 	apps_send MPI-DONE
 fi

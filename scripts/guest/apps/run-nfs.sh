@@ -59,30 +59,30 @@ run_server() {
 		want=$(echo "${m#WRITTEN }" | tr ',' '\n')
 		have=$(sums "$EXPORT" 2>&1 | tr '\n' ',' | sed 's/,$//' | tr ',' '\n')
 		if [ "$want" = "$have" ]; then
-			apps_ok "nfs: server: the client's files arrived whole (md5 of every size compared on the server's disk)"
+			ok "nfs: server: the client's files arrived whole (md5 of every size compared on the server's disk)"
 		else
-			apps_notok "nfs: server: the client's files arrived whole (md5 of every size compared on the server's disk)" \
+			not_ok "nfs: server: the client's files arrived whole (md5 of every size compared on the server's disk)" \
 				"client wrote:" "$want" "server has:" "$have" "$(ls -l "$EXPORT")"
 		fi
 		dd if=/dev/urandom of="$EXPORT/from-server" bs=1M count=8 2>/dev/null
 		apps_send SERVER-FILE "$(md5sum <"$EXPORT/from-server" | cut -d' ' -f1)"
 	else
-		apps_notok "nfs: server: the client wrote its files" "no WRITTEN message: ${m:-none in 900 s}"
+		not_ok "nfs: server: the client wrote its files" "no WRITTEN message: ${m:-none in 900 s}"
 	fi
 	# nothing left behind: after the client's unmount, only the listener
 	if m=$(apps_wait 'UNMOUNTED|GIVE-UP' 900) && [ "${m%% *}" = UNMOUNTED ]; then
 		i=0
 		while [ $i -lt 60 ] && [ "$(apps_cm_ids | grep -vc LISTEN)" != 0 ]; do sleep 0.5; i=$((i + 1)); done
 		if [ "$(apps_cm_ids | grep -vc LISTEN)" = 0 ]; then
-			apps_ok "nfs: server: after the client's unmount no RDMA connection is left (only the listener)"
+			ok "nfs: server: after the client's unmount no RDMA connection is left (only the listener)"
 		else
-			apps_notok "nfs: server: after the client's unmount no RDMA connection is left (only the listener)" "$(apps_cm_ids)"
+			not_ok "nfs: server: after the client's unmount no RDMA connection is left (only the listener)" "$(apps_cm_ids)"
 		fi
 		apps_check "nfs: server: nfsd stops; no rdma_cm id is left" 60 \
 			'echo 0 >/proc/fs/nfsd/threads; i=0; while [ $i -lt 50 ] && [ -n "$(apps_cm_ids)" ]; do sleep 0.2; i=$((i + 1)); done; apps_cm_ids' \
 			'[ -z "$(apps_cm_ids)" ] || { echo "left:"; apps_cm_ids; exit 1; }'
 	else
-		apps_notok "nfs: server: the client unmounted" "no UNMOUNTED message: ${m:-none in 900 s}"
+		not_ok "nfs: server: the client unmounted" "no UNMOUNTED message: ${m:-none in 900 s}"
 	fi
 	apps_send SERVER-DONE
 }
@@ -103,7 +103,7 @@ client_umount() {	# client_umount WHAT
 run_client() {
 	m=$(apps_wait SERVER-READY 180) || m="SERVER-READY none"
 	if [ "${m#SERVER-READY }" != ok ]; then
-		apps_notok "nfs: client: the server is ready" "server says: ${m#SERVER-READY }"
+		not_ok "nfs: client: the server is ready" "server says: ${m#SERVER-READY }"
 		apps_send GIVE-UP
 		return
 	fi
@@ -131,9 +131,9 @@ run_client() {
 	i=0
 	while [ $i -lt 50 ] && [ -n "$(apps_cm_ids)" ]; do sleep 0.2; i=$((i + 1)); done
 	if grep -q ' nfs4\? ' /proc/mounts || [ -n "$(apps_cm_ids)" ]; then
-		apps_notok "nfs: client: nothing left behind: no NFS mount, no rdma_cm id" "$(grep nfs /proc/mounts)" "$(apps_cm_ids)"
+		not_ok "nfs: client: nothing left behind: no NFS mount, no rdma_cm id" "$(grep nfs /proc/mounts)" "$(apps_cm_ids)"
 	else
-		apps_ok "nfs: client: nothing left behind: no NFS mount, no rdma_cm id"
+		ok "nfs: client: nothing left behind: no NFS mount, no rdma_cm id"
 	fi
 	apps_send UNMOUNTED
 	apps_wait SERVER-DONE 300 >/dev/null

@@ -101,29 +101,29 @@ run_target() {
 		case $m in
 		CUT-PORT*)
 			if target_port_remove; then
-				apps_ok "nvme: target: port removed while the host's I/O runs"
+				ok "nvme: target: port removed while the host's I/O runs"
 				sleep 8
 				if target_port_add; then
-					apps_ok "nvme: target: port added again after 8 s"
+					ok "nvme: target: port added again after 8 s"
 				else
-					apps_notok "nvme: target: port added again after 8 s" "$(ls -lR "$CFS/ports" 2>&1 | tail -n 5)"
+					not_ok "nvme: target: port added again after 8 s" "$(ls -lR "$CFS/ports" 2>&1 | tail -n 5)"
 				fi
 			else
-				apps_notok "nvme: target: port removed while the host's I/O runs" "$(ls -lR "$CFS/ports" 2>&1 | tail -n 5)"
+				not_ok "nvme: target: port removed while the host's I/O runs" "$(ls -lR "$CFS/ports" 2>&1 | tail -n 5)"
 				target_port_add 2>/dev/null
 			fi
 			apps_send PORT-BACK
 			;;
 		esac
 	else
-		apps_notok "nvme: target: the host asked for the port fault" "no CUT-PORT/SKIP-CUT message in 600 s"
+		not_ok "nvme: target: the host asked for the port fault" "no CUT-PORT/SKIP-CUT message in 600 s"
 	fi
 	# the death, when the host asks (its fio is running)
 	if m=$(apps_wait 'DIE|SKIP-DIE' 900); then
 		case $m in
 		DIE*)
 			pair_stop_mailbox
-			echo "# checks done: $PASSED passed, $FAILED failed"
+			checks_done || :
 			echo "APPS-TARGET-POWEROFF: the target powers off now, as the host asked"
 			sync
 			poweroff -f
@@ -131,7 +131,7 @@ run_target() {
 			;;
 		esac
 	else
-		apps_notok "nvme: target: the host asked for the death" "no DIE/SKIP-DIE message in 900 s"
+		not_ok "nvme: target: the host asked for the death" "no DIE/SKIP-DIE message in 900 s"
 	fi
 }
 
@@ -225,7 +225,7 @@ run_host() {
 	[ -s /etc/nvme/hostid ] || sed 's/.*uuid://' /etc/nvme/hostnqn >/etc/nvme/hostid
 	m=$(apps_wait TARGET-READY 180) || m="TARGET-READY none"
 	if [ "${m#TARGET-READY }" != ok ]; then
-		apps_notok "nvme: host: the target is ready" "target says: ${m#TARGET-READY }"
+		not_ok "nvme: host: the target is ready" "target says: ${m#TARGET-READY }"
 		apps_send SKIP-CUT
 		apps_send SKIP-DIE
 		return
@@ -262,19 +262,19 @@ run_host() {
 		pair_reap "$fpid" $(($(qhca_now) + 45 + 240))
 		OUT=$APPS_DIR/fio2.out
 		if [ "$PAIR_RC" = 0 ] && v=$(eval "$FIO_VERIFY" 2>&1); then
-			apps_ok "nvme: host: fio with verify across the target's port removal: no I/O or verify error"
+			ok "nvme: host: fio with verify across the target's port removal: no I/O or verify error"
 			apps_note "fio: $(fio_summary "$OUT")"
 		else
-			apps_notok "nvme: host: fio with verify across the target's port removal: no I/O or verify error" \
+			not_ok "nvme: host: fio with verify across the target's port removal: no I/O or verify error" \
 				"fio exit $PAIR_RC; $v" "$(grep -v '^ *$' "$OUT" | tail -n 12)" "$(pair_new_dmesg 15)"
 		fi
 		if [ -z "$back" ]; then
-			apps_notok "nvme: host: reconnected after the port came back" "the target never said PORT-BACK"
+			not_ok "nvme: host: reconnected after the port came back" "the target never said PORT-BACK"
 		elif dmesg | tail -n +$((dm0 + 1)) | grep -q 'Successfully reconnected'; then
-			apps_ok "nvme: host: reconnected after the port came back"
+			ok "nvme: host: reconnected after the port came back"
 			apps_note "$(dmesg | tail -n +$((dm0 + 1)) | grep -E 'nvme.*(reconnect|Reconnect|error|resett)' | head -n 6)"
 		else
-			apps_notok "nvme: host: reconnected after the port came back" "no 'Successfully reconnected' in the kernel log:" "$(dmesg | tail -n +$((dm0 + 1)) | tail -n 15)"
+			not_ok "nvme: host: reconnected after the port came back" "no 'Successfully reconnected' in the kernel log:" "$(dmesg | tail -n +$((dm0 + 1)) | tail -n 15)"
 		fi
 		apps_check "nvme: host: disconnect after the port fault" 60 \
 			"nvme disconnect -n $NQN; i=0; while [ \$i -lt 50 ] && ls /sys/class/nvme/ | grep -q nvme; do sleep 0.2; i=\$((i + 1)); done; ls /sys/class/nvme/" \
@@ -304,7 +304,7 @@ run_host() {
 		if host_stay_live 5 180; then
 			apps_note "the controller was live for 5 s in a row ${STAY_WAITED}s after the wait began"
 		else
-			apps_notok "nvme: host: target death: the controller is live before the death" \
+			not_ok "nvme: host: target death: the controller is live before the death" \
 				"not live for 5 s in a row within 180 s: $(cat /sys/class/nvme/nvme*/state 2>/dev/null)" "$(pair_new_dmesg 20)"
 		fi
 		apps_send DIE
@@ -312,13 +312,13 @@ run_host() {
 		pair_reap "$fpid" $((t0 + DEATH_LIMIT))
 		t=$(($(qhca_now) - t0))
 		if [ "$PAIR_RC" = 124 ]; then
-			apps_notok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)" \
+			not_ok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)" \
 				"fio still running after ${t}s: killed" "$(pair_new_dmesg 20)"
 		elif [ "$PAIR_RC" = 0 ]; then
-			apps_notok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)" \
+			not_ok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)" \
 				"fio ended without error after ${t}s" "$(tail -n 5 "$APPS_DIR/fio3.out")"
 		else
-			apps_ok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)"
+			ok "nvme: host: target death: fio fails within ${DEATH_LIMIT}s (ctrl-loss-tmo 30)"
 			apps_note "fio ended with exit $PAIR_RC ${t}s after the target was told to die: $(grep -o -m 1 'error=[^,]*' "$APPS_DIR/fio3.out")"
 		fi
 		apps_note "controller state: $(cat /sys/class/nvme/nvme*/state 2>/dev/null)"
