@@ -39,11 +39,18 @@ qhca_barrier() {
 	[ -n "$QHCA_PEERS" ] || return 0
 	_np=0
 	for _p in $QHCA_PEERS; do _np=$((_np + 1)); done
-	# one accepted connection from each peer
+	# Each peer says who it is and is answered: a connection counts on
+	# both sides only once answered. (Counted on connect alone, a second
+	# peer's connection could land in the backlog of a listener that
+	# then took only the first, and be reset: counted by that peer and
+	# never by us.) We wait for every peer's address, however often it
+	# came.
+	_seen=/tmp/.barrier.$_port
+	: >"$_seen"
 	(
-		_i=0
-		while [ $_i -lt $_np ]; do
-			nc -l -p "$_port" -e true </dev/null >/dev/null 2>&1 && _i=$((_i + 1))
+		while [ "$(sort -u "$_seen" | wc -l)" -lt $_np ]; do
+			nc -l -p "$_port" -e sh -c "read _who; echo \"\$_who\" >>$_seen; echo ack" \
+				</dev/null >/dev/null 2>&1
 		done
 	) &
 	_lpid=$!
@@ -51,7 +58,8 @@ qhca_barrier() {
 	while [ -n "$_todo" ]; do
 		_left=
 		for _p in $_todo; do
-			nc -w 2 "$_p" "$_port" -e true </dev/null >/dev/null 2>&1 || _left="$_left $_p"
+			[ "$(echo "$QHCA_IP" | nc -w 2 "$_p" "$_port" 2>/dev/null)" = ack ] ||
+				_left="$_left $_p"
 		done
 		_todo=$_left
 		[ -z "$_todo" ] && break
