@@ -34,6 +34,25 @@ static inline int qhca_op_create_cq(struct ib_cq *ibcq,
 #define qhca_op_create_cq qhca_create_cq
 #endif
 
+/*
+ * The user CQ resize operation: resize_user_cq(cq, unsigned int cqe, udata)
+ * in newer kernels, resize_cq(cq, int cqe, udata) before. Which one the
+ * headers have is found by the Kbuild (QHCA_HAVE_RESIZE_USER_CQ), not by
+ * the version: the rename is recent.
+ */
+#ifdef QHCA_HAVE_RESIZE_USER_CQ
+static inline int qhca_op_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
+				    struct ib_udata *udata)
+{
+	return cqe > INT_MAX ? -EINVAL : qhca_resize_cq(ibcq, cqe, udata);
+}
+
+#define QHCA_RESIZE_CQ_OP	resize_user_cq
+#else
+#define qhca_op_resize_cq qhca_resize_cq
+#define QHCA_RESIZE_CQ_OP	resize_cq
+#endif
+
 #if KERNEL_VERSION(6, 12, 0) > LINUX_VERSION_CODE
 /*
  * ib_device_get_netdev() is exported since 6.12. Before, the same from the

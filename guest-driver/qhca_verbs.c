@@ -139,6 +139,12 @@ static int qhca_query_device(struct ib_device *ibdev,
 	}
 	if (dev->caps & QHCA_CAP_FRMR)
 		attr->max_fast_reg_page_list_len = dev->max_fast_reg_pages;
+	if (dev->caps & QHCA_CAP_MCAST) {
+		attr->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
+		attr->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
+		attr->max_total_mcast_qp_attach = attr->max_mcast_grp *
+						  attr->max_mcast_qp_attach;
+	}
 	attr->max_pkeys = QHCA_PKEY_TABLE_LEN;
 	attr->local_ca_ack_delay = 15;
 
@@ -780,6 +786,36 @@ static int qhca_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/* ---- multicast ---- */
+
+/*
+ * The RDMA core has checked that the QP is UD and the GID multicast
+ * (IPv6 ff00::/8 or IPv4-mapped 224.0.0.0/4); the device checks again and
+ * holds to its limits (-ENOMEM: too many groups, or QPs in the group).
+ * The LID means nothing on RoCE.
+ */
+static int qhca_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 opcode)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibqp->device);
+	struct qhca_cmd_mcast cmd = {};
+
+	if (!(dev->caps & QHCA_CAP_MCAST))
+		return -EOPNOTSUPP;
+	cmd.qpn = cpu_to_le32(to_qhca_qp(ibqp)->qpn);
+	memcpy(cmd.gid, gid->raw, sizeof(cmd.gid));
+	return qhca_cmd_exec(dev, opcode, &cmd, sizeof(cmd), NULL, 0, NULL, 0);
+}
+
+static int qhca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qhca_mcast(ibqp, gid, QHCA_CMD_ATTACH_MCAST);
+}
+
+static int qhca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qhca_mcast(ibqp, gid, QHCA_CMD_DETACH_MCAST);
+}
+
 const struct ib_device_ops qhca_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -790,6 +826,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.alloc_mr = qhca_alloc_mr,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
+	.attach_mcast = qhca_attach_mcast,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_op_create_cq,
 	.create_qp = qhca_create_qp,
@@ -803,6 +840,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
+	.detach_mcast = qhca_detach_mcast,
 	.disassociate_ucontext = qhca_disassociate_ucontext,
 	.fill_res_cq_entry = qhca_fill_res_cq_entry,
 	.fill_res_qp_entry = qhca_fill_res_qp_entry,
@@ -828,7 +866,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.reg_user_mr = qhca_op_reg_user_mr,
 	.rereg_user_mr = qhca_rereg_user_mr,
 	.req_notify_cq = qhca_req_notify_cq,
-	.resize_cq = qhca_resize_cq,
+	.QHCA_RESIZE_CQ_OP = qhca_op_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
