@@ -65,6 +65,10 @@ static const char *const qhca_cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_QUERY_STATS] = "QUERY_STATS",
 	[QHCA_CMD_QUERY_QP_STATE] = "QUERY_QP_STATE",
 	[QHCA_CMD_QUERY_CQ] = "QUERY_CQ",
+	[QHCA_CMD_REREG_MR] = "REREG_MR",
+	[QHCA_CMD_RESIZE_CQ] = "RESIZE_CQ",
+	[QHCA_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
+	[QHCA_CMD_DETACH_MCAST] = "DETACH_MCAST",
 };
 
 static unsigned int qhca_cmd_timeout(void)

@@ -349,6 +349,46 @@ QhcaAh *qhca_core_ah(QhcaCore *c, uint32_t ahn)
     return LOOKUP(c, ah, ahn);
 }
 
+/* The multicast group @gid, if a QP is attached to it */
+const QhcaMcg *qhca_core_mcg(QhcaCore *c, const uint8_t *gid)
+{
+    unsigned i;
+
+    for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
+        if (c->mcg[i].nqp && !memcmp(c->mcg[i].gid, gid, 16)) {
+            return &c->mcg[i];
+        }
+    }
+    return NULL;
+}
+
+/* Whether a group with a QP attached has the Ethernet multicast MAC @mac */
+bool qhca_core_mcast_mac(QhcaCore *c, const uint8_t *mac)
+{
+    unsigned i;
+
+    for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
+        if (c->mcg[i].nqp && !memcmp(c->mcg[i].mac, mac, 6)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Take QP @qpn out of group @g; false if it was not attached */
+static bool qhca_mcg_remove(QhcaMcg *g, uint32_t qpn)
+{
+    uint32_t i;
+
+    for (i = 0; i < g->nqp; i++) {
+        if (g->qpn[i] == qpn) {
+            g->qpn[i] = g->qpn[--g->nqp];
+            return true;
+        }
+    }
+    return false;
+}
+
 /* REG_MR work request: fill a free fast-register MR (status: a CQE status) */
 int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
                      uint64_t iova, uint64_t length, uint64_t pbl_addr,
@@ -468,8 +508,13 @@ static void qhca_free_mr(QhcaCore *c, uint32_t idx)
 static void qhca_free_qp(QhcaCore *c, uint32_t qpn)
 {
     QhcaQp *qp = c->qp[qpn];
+    unsigned i;
 
     qhca_qp_engine_destroy(c, qp);
+    /* as DETACH_MCAST from every group the QP is still attached to */
+    for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
+        qhca_mcg_remove(&c->mcg[i], qpn);
+    }
     c->pd[qp->pdn]->refs--;
     c->cq[qp->send_cqn]->refs--;
     c->cq[qp->recv_cqn]->refs--;
@@ -547,6 +592,7 @@ static void qhca_free_all(QhcaCore *c)
     qhca_free_table(c, (void **)c->pd, QHCA_MAX_PD, qhca_free_pd);
     qhca_free_table(c, (void **)c->eq, QHCA_MAX_EQS, qhca_free_eq);
     memset(c->gid, 0, sizeof(c->gid));
+    memset(c->mcg, 0, sizeof(c->mcg));
     assert(c->pages_used == 0);
 }
 
@@ -569,6 +615,11 @@ typedef struct QhcaCmdCtx {
         qhca_le64 stats[QHCA_STAT_NUM];
     } reply;
 } QhcaCmdCtx;
+
+/* What the device does: QUERY_DEVICE's caps and register CAPS */
+#define QHCA_CORE_CAPS (QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ | \
+                        QHCA_CAP_ATOMIC | QHCA_CAP_FRMR | QHCA_CAP_UC | \
+                        QHCA_CAP_MCAST)
 
 static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
 {
@@ -607,8 +658,9 @@ static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
     a.max_inline = cpu_to_le32(QHCA_MAX_INLINE);
     a.max_eq = cpu_to_le32(QHCA_MAX_EQS - 1);
     a.max_fast_reg_pages = cpu_to_le32(QHCA_MAX_FAST_REG_PAGES);
-    a.caps = cpu_to_le32(QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ |
-                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR | QHCA_CAP_UC);
+    a.caps = cpu_to_le32(QHCA_CORE_CAPS);
+    a.max_mcast_grp = cpu_to_le32(QHCA_MAX_MCAST_GRP);
+    a.max_mcast_qp_attach = cpu_to_le32(QHCA_MAX_MCAST_QP_ATTACH);
     x->reply.device = a;
     x->resp = &x->reply.device;
     x->resp_size = sizeof(a);
@@ -641,8 +693,9 @@ static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
      * A GID is an IPv4 address (IPv4-mapped) or an IPv6 unicast address:
      * frames from or to anything else are never taken, so none is sent
      */
-    if (add && !qhca_roce_gid_is_ipv4(x->cmd->gid.gid) &&
-        !qhca_roce_ip6_unicast(x->cmd->gid.gid)) {
+    if (add && (qhca_roce_gid_is_ipv4(x->cmd->gid.gid) ?
+                qhca_roce_gid_is_mcast(x->cmd->gid.gid) :
+                !qhca_roce_ip6_unicast(x->cmd->gid.gid))) {
         QHCA_GUEST_ERROR(c, gid_not_unicast, idx);
         return QHCA_CMD_ERR_PARAM;
     }
@@ -1180,14 +1233,16 @@ static int qhca_qp_kind(const QhcaQp *qp)
  * left to the UD WQE that uses it (qhca_qp_addr()).
  */
 static bool qhca_av_gids_ok(QhcaCore *c, uint8_t sgid_index,
-                            const uint8_t *dgid)
+                            const uint8_t *dgid, bool ud)
 {
     QhcaRoceHdr h;
 
     if (sgid_index >= QHCA_GID_TABLE_LEN || !c->gid[sgid_index].valid) {
-        return true;
+        /* a multicast group is never a connected QP's destination */
+        return ud || !qhca_roce_gid_is_mcast(dgid);
     }
-    return qhca_roce_set_gids(&h, c->gid[sgid_index].gid, dgid);
+    return ud ? qhca_roce_set_gids_ud(&h, c->gid[sgid_index].gid, dgid) :
+           qhca_roce_set_gids(&h, c->gid[sgid_index].gid, dgid);
 }
 
 /* Check the values of the attributes in @mask */
@@ -1233,7 +1288,7 @@ static bool qhca_qp_attr_ok(QhcaCore *c, uint32_t mask,
     if ((mask & A(AV)) &&
         (a->sgid_index >= QHCA_GID_TABLE_LEN ||
          !c->gid[a->sgid_index].valid ||
-         !qhca_av_gids_ok(c, a->sgid_index, a->dgid) ||
+         !qhca_av_gids_ok(c, a->sgid_index, a->dgid, false) ||
          le32_to_cpu(a->flow_label) > 0xfffff)) {
         return false;
     }
@@ -1513,7 +1568,7 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
                          p->sgid_index);
         return QHCA_CMD_ERR_PARAM;
     }
-    if (!qhca_av_gids_ok(c, p->sgid_index, p->dgid)) {
+    if (!qhca_av_gids_ok(c, p->sgid_index, p->dgid, true)) {
         QHCA_GUEST_ERROR(c, create_ah_bad_gids, p->sgid_index);
         return QHCA_CMD_ERR_PARAM;
     }
@@ -1532,6 +1587,65 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
     c->pd[pdn]->refs++;
     c->ah[n] = ah;
     x->result = n;
+    return QHCA_CMD_OK;
+}
+
+/*
+ * ATTACH_MCAST and DETACH_MCAST: a UD QP and a multicast GID.  Bounded:
+ * QHCA_MAX_MCAST_GRP groups of QHCA_MAX_MCAST_QP_ATTACH QPs, so a frame to
+ * a group reaches at most QHCA_MAX_MCAST_QP_ATTACH QPs.  Attaching a QP
+ * attached already answers OK; detaching one that is not, ERR_PARAM.
+ */
+static int cmd_mcast(QhcaCore *c, QhcaCmdCtx *x, bool attach)
+{
+    const struct qhca_cmd_mcast *p = &x->cmd->mcast;
+    uint32_t qpn = le32_to_cpu(p->qpn);
+    QhcaQp *qp = LOOKUP(c, qp, qpn);
+    QhcaMcg *g = NULL, *free_g = NULL;
+    unsigned i;
+
+    if (!qp) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (qp->type != QHCA_QPT_UD || p->reserved) {
+        QHCA_GUEST_ERROR(c, mcast_not_ud, qpn);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    if (!qhca_roce_gid_is_mcast(p->gid)) {
+        QHCA_GUEST_ERROR(c, mcast_gid_not_multicast, qpn);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
+        if (!c->mcg[i].nqp) {
+            free_g = free_g ? free_g : &c->mcg[i];
+        } else if (!memcmp(c->mcg[i].gid, p->gid, 16)) {
+            g = &c->mcg[i];
+        }
+    }
+    if (!attach) {
+        if (!g || !qhca_mcg_remove(g, qpn)) {
+            QHCA_GUEST_ERROR(c, mcast_not_attached, qpn);
+            return QHCA_CMD_ERR_PARAM;
+        }
+        return QHCA_CMD_OK;
+    }
+    if (!g) {
+        if (!free_g) {
+            return QHCA_CMD_ERR_NO_RESOURCES;
+        }
+        g = free_g;
+        memcpy(g->gid, p->gid, 16);
+        qhca_roce_mcast_mac(g->gid, g->mac);
+    }
+    for (i = 0; i < g->nqp; i++) {
+        if (g->qpn[i] == qpn) {
+            return QHCA_CMD_OK;
+        }
+    }
+    if (g->nqp == QHCA_MAX_MCAST_QP_ATTACH) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    g->qpn[g->nqp++] = qpn;
     return QHCA_CMD_OK;
 }
 
@@ -1627,6 +1741,10 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
         return cmd_rereg_mr(c, x);
     case QHCA_CMD_RESIZE_CQ:
         return cmd_resize_cq(c, x);
+    case QHCA_CMD_ATTACH_MCAST:
+        return cmd_mcast(c, x, true);
+    case QHCA_CMD_DETACH_MCAST:
+        return cmd_mcast(c, x, false);
     default:
         QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
         return QHCA_CMD_ERR_OPCODE;
@@ -1822,9 +1940,17 @@ bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
 {
     uint8_t dgid[16];
 
-    if (len < QHCA_ROCE_ETH_HLEN || memcmp(frame, c->mac, 6) ||
-        !qhca_roce_frame_dst_gid(frame, len, dgid) ||
-        !qhca_qp_own_gid(c, dgid)) {
+    if (len < QHCA_ROCE_ETH_HLEN ||
+        !qhca_roce_frame_dst_gid(frame, len, dgid)) {
+        return false;
+    }
+    /*
+     * To one of our GIDs at our MAC, or to a multicast group a QP of ours
+     * is attached to (as NICs loop multicast back to their own receivers)
+     */
+    if (frame[0] & 1 ?
+        !qhca_roce_gid_is_mcast(dgid) || !qhca_core_mcg(c, dgid) :
+        memcmp(frame, c->mac, 6) || !qhca_qp_own_gid(c, dgid)) {
         return false;
     }
     c->stat_loopback++;
@@ -2068,8 +2194,7 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
     case QHCA_REG_VERSION:
         return QHCA_VERSION;
     case QHCA_REG_CAPS:
-        return QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ | QHCA_CAP_ATOMIC |
-               QHCA_CAP_FRMR;
+        return QHCA_CORE_CAPS;
     case QHCA_REG_STATUS:
         return c->status;
     case QHCA_REG_CTRL:

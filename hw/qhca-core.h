@@ -168,6 +168,14 @@ typedef struct QhcaQp {
     QhcaQpEngine *eng;          /* transport state (qhca-qp.c) */
 } QhcaQp;
 
+/* A multicast group: free while no QP is attached (nqp == 0) */
+typedef struct QhcaMcg {
+    uint8_t gid[16];
+    uint8_t mac[6];             /* its Ethernet multicast MAC */
+    uint32_t nqp;
+    uint32_t qpn[QHCA_MAX_MCAST_QP_ATTACH];
+} QhcaMcg;
+
 typedef struct QhcaGid {
     bool valid;
     uint8_t gid[16];
@@ -213,6 +221,7 @@ struct QhcaCore {
     QhcaQp *qp[QHCA_MAX_QP];
     QhcaSrq *srq[QHCA_MAX_SRQ];
     QhcaAh *ah[QHCA_MAX_AH];
+    QhcaMcg mcg[QHCA_MAX_MCAST_GRP];
     uint32_t pages_used;        /* against QHCA_PAGE_BUDGET */
     bool link_was_up;
 
@@ -302,5 +311,7 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
 int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key);
 QhcaSrq *qhca_core_srq(QhcaCore *c, uint32_t srqn);
 QhcaAh *qhca_core_ah(QhcaCore *c, uint32_t ahn);
+const QhcaMcg *qhca_core_mcg(QhcaCore *c, const uint8_t *gid);
+bool qhca_core_mcast_mac(QhcaCore *c, const uint8_t *mac);
 
 #endif

@@ -83,19 +83,28 @@ int qhca_sge_copy(QhcaCore *c, uint32_t pdn, const struct qhca_sge *sge,
 /*
  * Fill the Ethernet/IP/UDP fields of @h for a packet of @qp: IPv4 if the
  * source GID and @dgid are IPv4-mapped, IPv6 if both are IPv6 unicast
- * addresses; false if the source GID is not valid or the two differ
+ * addresses; false if the source GID is not valid or the two differ.  A
+ * UD QP may send to a multicast group: to the group's multicast MAC,
+ * whatever @dmac says.
  */
 bool qhca_qp_addr(QhcaCore *c, const QhcaQp *qp, uint8_t sgid_index,
                   const uint8_t *dgid, const uint8_t *dmac,
                   uint8_t hop_limit, uint8_t tclass, uint32_t flow_label,
                   QhcaRoceHdr *h)
 {
+    bool ud = qp->type == QHCA_QPT_UD;
+
     if (sgid_index >= QHCA_GID_TABLE_LEN || !c->gid[sgid_index].valid ||
-        !qhca_roce_set_gids(h, c->gid[sgid_index].gid, dgid)) {
+        !(ud ? qhca_roce_set_gids_ud(h, c->gid[sgid_index].gid, dgid) :
+          qhca_roce_set_gids(h, c->gid[sgid_index].gid, dgid))) {
         return false;
     }
     memcpy(h->src_mac, c->mac, 6);
-    memcpy(h->dst_mac, dmac, 6);
+    if (ud && qhca_roce_gid_is_mcast(dgid)) {
+        qhca_roce_mcast_mac(dgid, h->dst_mac);
+    } else {
+        memcpy(h->dst_mac, dmac, 6);
+    }
     h->ttl = hop_limit ? hop_limit : 64;
     h->tos = tclass;
     h->flow_label = flow_label & QHCA_ROCE_FLOW_LABEL_MASK;
@@ -328,6 +337,52 @@ static uint32_t gid_tail(const uint8_t *gid)
     return ldl_be_p(gid + 12);
 }
 
+/*
+ * A UD frame to multicast group @dgid: to every QP attached to the group
+ * (at most QHCA_MAX_MCAST_QP_ATTACH), each checking its state and Q_Key as
+ * for a unicast frame.  The frame must be addressed as a multicast frame
+ * throughout: the group's MAC, DestQP 0xFFFFFF, a UD opcode, a unicast
+ * source.
+ */
+static void mcast_receive(QhcaCore *c, const QhcaRocePkt *pkt,
+                          const uint8_t *frame, const uint8_t *dgid)
+{
+    uint32_t qpn[QHCA_MAX_MCAST_QP_ATTACH];
+    uint8_t mac[6], sgid[16];
+    const QhcaMcg *g = qhca_core_mcg(c, dgid);
+    const char *why;
+    uint32_t i, n;
+
+    qhca_roce_src_gid(&pkt->hdr, sgid);
+    qhca_roce_mcast_mac(dgid, mac);
+    if (!(pkt->op->flags & QHCA_ROCE_OPF_UD)) {
+        why = "multicast but not UD";
+    } else if (pkt->hdr.dest_qp != QHCA_MCAST_QPN) {
+        why = "multicast to a QPN other than 0xFFFFFF";
+    } else if (memcmp(frame, mac, 6)) {
+        why = "multicast MAC not the group's";
+    } else if (qhca_roce_gid_is_mcast(sgid)) {
+        why = "multicast source address";
+    } else if (!g) {
+        why = "no QP attached to the group";
+    } else {
+        /* the receivers cannot change the group, but copy it anyway */
+        n = g->nqp;
+        memcpy(qpn, g->qpn, n * sizeof(qpn[0]));
+        trace_qhca_mcast_rx(gid_tail(dgid), n);
+        for (i = 0; i < n; i++) {
+            QhcaQp *qp = qhca_core_qp(c, qpn[i]);
+
+            if (qp && qp->type == QHCA_QPT_UD) {
+                qhca_ud_recv(c, qp, pkt, frame);
+            }
+        }
+        return;
+    }
+    c->stat_rx_dropped++;
+    trace_qhca_rx_drop(pkt->frame_len, why);
+}
+
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
 {
     QhcaRocePkt pkt;
@@ -335,7 +390,10 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     uint8_t dgid[16];
     QhcaQp *qp;
 
-    if (len < QHCA_ROCE_ETH_HLEN || memcmp(frame, c->mac, 6)) {
+    /* our MAC, or the multicast MAC of a group a QP is attached to */
+    if (len < QHCA_ROCE_ETH_HLEN ||
+        (memcmp(frame, c->mac, 6) &&
+         (!(frame[0] & 1) || !qhca_core_mcast_mac(c, frame)))) {
         c->stat_rx_dropped++;
         trace_qhca_rx_drop(len, "not for our MAC");
         return;
@@ -353,6 +411,15 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     trace_qhca_rx_pkt(pkt.hdr.dest_qp, pkt.hdr.opcode, pkt.hdr.psn,
                       pkt.payload_len);
     qhca_roce_dst_gid(&pkt.hdr, dgid);
+    if (qhca_roce_gid_is_mcast(dgid) || (frame[0] & 1)) {
+        if (!qhca_roce_gid_is_mcast(dgid)) {
+            c->stat_rx_dropped++;
+            trace_qhca_rx_drop(len, "multicast MAC, unicast address");
+            return;
+        }
+        mcast_receive(c, &pkt, frame, dgid);
+        return;
+    }
     if (!qhca_qp_own_gid(c, dgid)) {
         c->stat_rx_dropped++;
         trace_qhca_rx_drop(len, "not for one of our GIDs");

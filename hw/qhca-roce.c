@@ -687,10 +687,61 @@ bool qhca_roce_ip6_unicast(const uint8_t *addr)
     return memcmp(addr, zero, sizeof(zero)) || addr[15] > 1;
 }
 
+bool qhca_roce_gid_is_mcast(const uint8_t *gid)
+{
+    if (qhca_roce_gid_is_ipv4(gid)) {
+        return (gid[12] & 0xf0) == 0xe0;        /* 224.0.0.0/4 */
+    }
+    return gid[0] == 0xff;                      /* ff00::/8 */
+}
+
+void qhca_roce_mcast_mac(const uint8_t *gid, uint8_t *mac)
+{
+    if (qhca_roce_gid_is_ipv4(gid)) {
+        /* RFC 1112: 01:00:5e and the low 23 bits of the group */
+        mac[0] = 0x01;
+        mac[1] = 0x00;
+        mac[2] = 0x5e;
+        mac[3] = gid[13] & 0x7f;
+        mac[4] = gid[14];
+        mac[5] = gid[15];
+    } else {
+        /* RFC 2464: 33:33 and the low 32 bits of the group */
+        mac[0] = 0x33;
+        mac[1] = 0x33;
+        memcpy(mac + 2, gid + 12, 4);
+    }
+}
+
+bool qhca_roce_set_gids_ud(QhcaRoceHdr *h, const uint8_t *sgid,
+                           const uint8_t *dgid)
+{
+    if (!qhca_roce_gid_is_mcast(dgid)) {
+        return qhca_roce_set_gids(h, sgid, dgid);
+    }
+    if (qhca_roce_gid_is_ipv4(sgid) && qhca_roce_gid_is_ipv4(dgid) &&
+        !qhca_roce_gid_is_mcast(sgid)) {
+        h->ipv6 = false;
+        h->src_ip = roce_get32(sgid + 12);
+        h->dst_ip = roce_get32(dgid + 12);
+        return true;
+    }
+    if (qhca_roce_ip6_unicast(sgid) && !qhca_roce_gid_is_ipv4(dgid)) {
+        h->ipv6 = true;
+        memcpy(h->src_ip6, sgid, 16);
+        memcpy(h->dst_ip6, dgid, 16);
+        return true;
+    }
+    return false;
+}
+
 bool qhca_roce_set_gids(QhcaRoceHdr *h, const uint8_t *sgid,
                         const uint8_t *dgid)
 {
     if (qhca_roce_gid_is_ipv4(sgid) && qhca_roce_gid_is_ipv4(dgid)) {
+        if (qhca_roce_gid_is_mcast(sgid) || qhca_roce_gid_is_mcast(dgid)) {
+            return false;
+        }
         h->ipv6 = false;
         h->src_ip = roce_get32(sgid + 12);
         h->dst_ip = roce_get32(dgid + 12);
@@ -1044,8 +1095,10 @@ static QhcaRoceErr roce_parse_ipv6(const uint8_t *frame, size_t len,
     if (ip[ROCE_IP6_NEXT] != QHCA_ROCE_IPPROTO_UDP) {
         return QHCA_ROCE_ERR_NOT_UDP;
     }
+    /* a multicast destination: UD only, checked with the opcode */
     if (!qhca_roce_ip6_unicast(ip + ROCE_IP6_SRC) ||
-        !qhca_roce_ip6_unicast(ip + ROCE_IP6_DST)) {
+        (!qhca_roce_ip6_unicast(ip + ROCE_IP6_DST) &&
+         ip[ROCE_IP6_DST] != 0xff)) {
         return QHCA_ROCE_ERR_IP_ADDR;
     }
     pkt->ip_len = QHCA_ROCE_IPV6_HLEN + plen;
@@ -1144,6 +1197,9 @@ QhcaRoceErr qhca_roce_parse(const uint8_t *frame, size_t len,
     }
     if (avail && !(op->flags & QHCA_ROCE_OPF_PAYLOAD)) {
         return QHCA_ROCE_ERR_PAYLOAD;
+    }
+    if (h->ipv6 && h->dst_ip6[0] == 0xff && !(op->flags & QHCA_ROCE_OPF_UD)) {
+        return QHCA_ROCE_ERR_IP_ADDR;       /* multicast: UD only */
     }
 
     /* Everything lies inside the frame: fill in the result */

@@ -282,7 +282,10 @@ typedef enum QhcaRoceErr {
     QHCA_ROCE_ERR_PKEY,             /* P_Key does not match 0xffff */
     QHCA_ROCE_ERR_PAD,              /* pad count too big, or misaligned */
     QHCA_ROCE_ERR_PAYLOAD,          /* payload on an opcode that has none */
-    /* IPv6 source or destination: ::, ::1, multicast or IPv4-mapped */
+    /*
+     * IPv6 source or destination: ::, ::1, multicast (a destination: but
+     * for UD) or IPv4-mapped
+     */
     QHCA_ROCE_ERR_IP_ADDR,
     QHCA_ROCE_ERR_ICRC,             /* bad ICRC (the parser's last check) */
     /* Builder */
@@ -346,11 +349,25 @@ bool qhca_roce_gid_is_ipv4(const uint8_t *gid);
 bool qhca_roce_ip6_unicast(const uint8_t *addr);
 /*
  * Set h's addresses from a source and a destination GID: IPv4 if both are
- * IPv4-mapped, IPv6 if both are IPv6 endpoints (qhca_roce_ip6_unicast());
- * false (h unchanged) if the two differ or an IPv6 one is not an endpoint
+ * IPv4-mapped (not multicast), IPv6 if both are IPv6 endpoints
+ * (qhca_roce_ip6_unicast()); false (h unchanged) if the two differ or one
+ * is not an endpoint
  */
 bool qhca_roce_set_gids(QhcaRoceHdr *h, const uint8_t *sgid,
                         const uint8_t *dgid);
+/*
+ * Whether a GID is a multicast group: IPv6 ff00::/8 or IPv4-mapped
+ * 224.0.0.0/4
+ */
+bool qhca_roce_gid_is_mcast(const uint8_t *gid);
+/* The Ethernet multicast MAC of a multicast GID (RFC 1112, RFC 2464) */
+void qhca_roce_mcast_mac(const uint8_t *gid, uint8_t *mac);
+/*
+ * qhca_roce_set_gids() for a UD destination, which may also be a multicast
+ * group of the source GID's IP version
+ */
+bool qhca_roce_set_gids_ud(QhcaRoceHdr *h, const uint8_t *sgid,
+                           const uint8_t *dgid);
 /* h's source and destination addresses as GIDs (IPv4-mapped for IPv4) */
 void qhca_roce_src_gid(const QhcaRoceHdr *h, uint8_t *gid);
 void qhca_roce_dst_gid(const QhcaRoceHdr *h, uint8_t *gid);

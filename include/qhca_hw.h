@@ -114,6 +114,7 @@ typedef uint64_t qhca_le64;
 #define QHCA_CAP_ATOMIC			(1u << 3)
 #define QHCA_CAP_FRMR			(1u << 4)
 #define QHCA_CAP_UC			(1u << 5)
+#define QHCA_CAP_MCAST			(1u << 6)	/* ATTACH/DETACH_MCAST */
 
 #define QHCA_STATUS_READY		(1u << 0)	/* CTRL.ENABLE and queues set up */
 #define QHCA_STATUS_FATAL		(1u << 1)	/* needs a reset */
@@ -228,6 +229,8 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_QUERY_CQ		= 0x1a,	/* resp: struct qhca_cq_info */
 	QHCA_CMD_REREG_MR		= 0x1b,	/* struct qhca_cmd_rereg_mr */
 	QHCA_CMD_RESIZE_CQ		= 0x1c,	/* result: CQEs carried over */
+	QHCA_CMD_ATTACH_MCAST		= 0x1d,	/* struct qhca_cmd_mcast */
+	QHCA_CMD_DETACH_MCAST		= 0x1e,	/* struct qhca_cmd_mcast */
 	QHCA_CMD_MAX
 };
 
@@ -485,6 +488,19 @@ struct qhca_cmd_create_ah {
 	qhca_u8 dgid[16];
 };
 
+/*
+ * Multicast (UD QPs only): a group is a multicast GID, IPv6 ff00::/8 or
+ * IPv4-mapped 224.0.0.0/4; it exists while a QP is attached to it
+ */
+#define QHCA_MAX_MCAST_GRP		64	/* groups per device */
+#define QHCA_MAX_MCAST_QP_ATTACH	16	/* QPs per group */
+#define QHCA_MCAST_QPN			0xffffff	/* multicast DestQP */
+struct qhca_cmd_mcast {			/* ATTACH_MCAST, DETACH_MCAST */
+	qhca_le32 qpn;			/* a UD QP */
+	qhca_le32 reserved;		/* 0 */
+	qhca_u8 gid[16];		/* the group, network byte order */
+};
+
 struct qhca_cmd_query_stats {
 	qhca_le32 first;		/* enum qhca_stat; <= QHCA_STAT_NUM */
 	qhca_le32 reserved;
@@ -508,6 +524,7 @@ struct qhca_cmd {
 		struct qhca_cmd_query_stats query_stats;
 		struct qhca_cmd_rereg_mr rereg_mr;
 		struct qhca_cmd_resize_cq resize_cq;
+		struct qhca_cmd_mcast mcast;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);
@@ -600,7 +617,9 @@ struct qhca_device_attr {
 	qhca_le32 max_eq;
 	qhca_le32 max_fast_reg_pages;
 	qhca_le32 caps;			/* QHCA_CAP_* */
-	qhca_le32 reserved[4];
+	qhca_le32 max_mcast_grp;	/* QHCA_MAX_MCAST_GRP */
+	qhca_le32 max_mcast_qp_attach;	/* QHCA_MAX_MCAST_QP_ATTACH */
+	qhca_le32 reserved[2];
 };
 QHCA_CHECK_SIZE(struct qhca_device_attr, 128);
 

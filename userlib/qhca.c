@@ -197,6 +197,23 @@ static int qhca_destroy_ah(struct ibv_ah *ibah)
 }
 
 /*
+ * Multicast: the kernel checks the QP (UD) and the group and attaches
+ * the QP on the device; rdma_join_multicast() ends here too (librdmacm
+ * attaches the id's QP once the join completes)
+ */
+static int qhca_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			     uint16_t lid)
+{
+	return ibv_cmd_attach_mcast(qp, gid, lid);
+}
+
+static int qhca_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			     uint16_t lid)
+{
+	return ibv_cmd_detach_mcast(qp, gid, lid);
+}
+
+/*
  * Queue memory: whole pages of anonymous memory (zero filled, page
  * aligned), kept out of fork() children so that the pages the kernel
  * pinned for the device stay the parent's.
@@ -305,6 +322,7 @@ static void qhca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_pd = qhca_alloc_pd,
+	.attach_mcast = qhca_attach_mcast,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_cq_ex = qhca_create_cq_ex,
@@ -317,6 +335,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
+	.detach_mcast = qhca_detach_mcast,
 	.free_context = qhca_free_context,
 	.modify_qp = qhca_modify_qp,
 	.modify_srq = qhca_modify_srq,

@@ -478,8 +478,20 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	qa.qp_type = IBV_QPT_UD;
 	qp = ibv_create_qp(pd, &qa);
 	if (qp) {
-		expect_eopnotsupp("ibv_attach_mcast",
-				  ibv_attach_mcast(qp, &mgid, 0));
+		union ibv_gid ucast = { .raw = { 0xfe, 0x80, [15] = 1 } };
+		int r;
+
+		/* supported now (#12): attach, detach, and their errors */
+		r = ibv_attach_mcast(qp, &mgid, 0);
+		result(r == 0, "ibv_attach_mcast", "returned %d", r);
+		r = ibv_attach_mcast(qp, &ucast, 0);
+		result(r == EINVAL, "ibv_attach_mcast to a unicast GID",
+		       "returned %d, not EINVAL", r);
+		r = ibv_detach_mcast(qp, &mgid, 0);
+		result(r == 0, "ibv_detach_mcast", "returned %d", r);
+		r = ibv_detach_mcast(qp, &mgid, 0);
+		result(r == EINVAL, "ibv_detach_mcast when not attached",
+		       "returned %d, not EINVAL", r);
 		ibv_destroy_qp(qp);
 	} else {
 		result(0, "a UD QP for ibv_attach_mcast", "errno %d", errno);
