@@ -1,14 +1,15 @@
 /*
  * libFuzzer target for the qhca device logic: two devices on the harness's
  * in-process wire (tests/harness/), each input starting from a freshly set
- * up pair (hx_pair_setup(): on each device a PD, EQ, CQ, SRQ, a 4 MiB MR, a
- * fast-register MR, an AH to the peer, an RC QP with its own RQ and one on
- * the SRQ, both connected to the peer's, a UD QP in RTS, and a UC QP with
- * its own RQ and one on the SRQ, both connected to the peer's).  The harness
- * aborts on a DMA outside what the guest granted, on too many frames from
- * one call into a device, and on a bottom half that spins; the sanitizers
- * do the rest; both devices are torn down after each input, so
- * LeakSanitizer sees their leaks.
+ * up pair (hx_pair_setup(): on each device GID 0 its IPv4 address and GID
+ * 1 its IPv6 one, a PD, EQ, CQ, SRQ, a 4 MiB MR, a fast-register MR, AHs
+ * to the peer's IPv4 and IPv6 GIDs, an RC QP with its own RQ and one on
+ * the SRQ, both connected to the peer's over IPv4, a UD QP in RTS, and a
+ * UC QP with its own RQ and one on the SRQ, both connected to the
+ * peer's).  The harness aborts on a DMA outside what the guest granted,
+ * on too many frames from one call into a device, and on a bottom half
+ * that spins; the sanitizers do the rest; both devices are torn down after
+ * each input, so LeakSanitizer sees their leaks.
  *
  * Input format
  * ------------
@@ -50,7 +51,10 @@
  *                  the MR (offset, length, key), inline data (a pattern),
  *                  remote offset and rkey into the peer's MR, atomic
  *                  operands, immediate (also the wr_id); rings the SQ
- *                  doorbell unless nodb
+ *                  doorbell unless nodb.  On UD, rkey picks the AH: 1 the
+ *                  one to the peer's IPv6 GID, 2 the last AH a good AV
+ *                  op made (if any), 0 and 3 the IPv4 one, >= 4 a raw
+ *                  AH number
  *    8 RECV        a receive WQE wr_id for qp (its RQ, or the SRQ)
  *    9 WQE_RAW     len raw bytes at byte off of SQ (which 0) or RQ/SRQ
  *                  slot (driver's producer index + slot), no doorbell:
@@ -99,7 +103,10 @@
  *                  each other, and its UD sends to its own address and UD
  *                  QP from now on.  With qp & 8 the same for the UC QPs
  *                  (3 and 4; UC takes only MTU, access and PSN): pair
- *                  3 + (qp & 1), or loopback (3 and 4 of one device)
+ *                  3 + (qp & 1), or loopback (3 and 4 of one device).
+ *                  With qp & 16 over IPv6 (GID 1 to the peer's GID 1),
+ *                  traffic class psn >> 24, flow label from the PSN; a
+ *                  loopback makes AHs to its own IPv4 and IPv6 GIDs
  *   23 QUERY       a query command (which % 4): QUERY_STATS from first =
  *                  arg; QUERY_QP_STATE of qp arg (< 16: the QP table, else
  *                  a raw number); QUERY_CQ of arg (0: the driver's CQ, else
@@ -117,6 +124,37 @@
  *                  QUERY_QP_STATE of a table QP whose type is not the
  *                  table's or (UC, UD) with bytes in flight or READs
  *                  outstanding
+ *   24 FRAME6      FRAME's fields (an FzFrame), then an FzIp6: the same
+ *                  frame over IPv6 (from the peer's GID 1 to the target's)
+ *                  with traffic class tclass and flow label flow; src and
+ *                  dst % 8 replace the addresses (addr6_sel(): 0 the right
+ *                  one, 1 IPv4-mapped, 2 multicast ff02::val, 3 ::, 4 ::1,
+ *                  5 another host on the subnet, 6 the other device's, 7
+ *                  fe80::val), flags & 4 spoofs the source; ICRC and UDP
+ *                  checksum are made right after that, then mangle % 8: 1
+ *                  next header = val, 2 payload length = val, 3 UDP
+ *                  checksum = val, 4 a wrong UDP checksum, 5 hop limit
+ *                  val, 6 cut to val bytes, 7 IP version val >> 4; flags
+ *                  & 8 a bad ICRC
+ *   25 GID         ADD_GID (del & 1: DEL_GID) at index: kind % 16 < 8 an
+ *                  addr6_sel() address of the device (lo the val), else
+ *                  the raw 16 bytes hi, lo
+ *   26 AV          an address vector: source GID index sgid, destination
+ *                  addr6_sel(dgid) of the peer (0 its IPv6 GID, 1 its
+ *                  IPv4 one, ... 6 our own), traffic class, flow label,
+ *                  hop limit val >> 8; which & 1 = 0: qp (driver's table)
+ *                  taken RESET -> INIT -> RTR with it, and to RTS if RTR
+ *                  worked; 1: CREATE_AH
+ *   27 REREG       REREG_MR of key (key selector) with what, pd (0 the
+ *                  driver's), access, and for a translation iova (the
+ *                  MR's + iova), length and mem % 8 (op_rereg()); a good
+ *                  one of the driver's MR moves the driver's view
+ *   28 RESIZE      RESIZE_CQ of cq % 4 (the driver's CQ, the next CQ
+ *                  number, arg, 0) to 2^log entries in mem % 8
+ *                  (op_resize()); a good one of the driver's CQ moves the
+ *                  driver to the new ring at index 0
+ *                  GID, AV, REREG and RESIZE check their command's status
+ *                  against status (0xff: any) under QHCA_FUZZ_STRICT=1
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -155,6 +193,11 @@ enum {
     FZ_OP_EXPECT_QP,
     FZ_OP_CONNECT,
     FZ_OP_QUERY,
+    FZ_OP_FRAME6,
+    FZ_OP_GID,
+    FZ_OP_AV,
+    FZ_OP_REREG,
+    FZ_OP_RESIZE,
     FZ_OP_COUNT
 };
 
@@ -349,6 +392,60 @@ typedef struct QEMU_PACKED FzQuery {
     uint8_t status;
 } FzQuery;
 
+/* FRAME6: an FzFrame, then this */
+typedef struct QEMU_PACKED FzIp6 {
+    uint8_t tclass;
+    uint32_t flow;
+    uint8_t src;
+    uint8_t dst;
+    uint8_t mangle;
+    uint16_t val;
+} FzIp6;
+
+typedef struct QEMU_PACKED FzGid {
+    uint8_t dev;
+    uint8_t del;
+    uint8_t index;
+    uint8_t kind;
+    uint64_t hi;
+    uint64_t lo;
+    uint8_t status;
+} FzGid;
+
+typedef struct QEMU_PACKED FzAv {
+    uint8_t dev;
+    uint8_t which;
+    uint8_t qp;
+    uint8_t sgid;
+    uint8_t dgid;
+    uint8_t tclass;
+    uint32_t flow;
+    uint16_t val;
+    uint8_t status;
+} FzAv;
+
+typedef struct QEMU_PACKED FzRereg {
+    uint8_t dev;
+    uint8_t key;
+    uint8_t what;
+    uint8_t pd;
+    uint8_t access;
+    uint8_t mem;
+    uint32_t iova;
+    uint32_t length;
+    uint16_t val;
+    uint8_t status;
+} FzRereg;
+
+typedef struct QEMU_PACKED FzResize {
+    uint8_t dev;
+    uint8_t cq;
+    uint8_t log;
+    uint8_t mem;
+    uint32_t arg;
+    uint8_t status;
+} FzResize;
+
 #define FRMR_IOVA       0x70000000ULL
 #define FRMR_PAGES      16
 #define STEP_LIMIT      8000
@@ -365,6 +462,8 @@ static bool strict;
 static bool ready;
 /* per device: the fast-register page list and its pages */
 static uint64_t frmr_pbl[2];
+/* per device: the AH the last good AV operation made (0: none) */
+static uint32_t av_ahn[2];
 /* per device: the counters QUERY_STATS returned last (strict checks) */
 static uint64_t stats_seen[2][QHCA_STAT_NUM];
 
@@ -484,6 +583,7 @@ static bool setup(void)
         frmr_setup(&pair.dev[i]);
     }
     memset(stats_seen, 0, sizeof(stats_seen));
+    memset(av_ahn, 0, sizeof(av_ahn));
     return true;
 }
 
@@ -671,7 +771,10 @@ static void op_send(Fz *f)
             w.rdma.compare_add = a.add;
             w.rdma.swap = a.swap;
         } else {
-            w.ud.ahn = cpu_to_le32(a.rkey >= 4 ? a.rkey : d->drv.ahn);
+            w.ud.ahn = cpu_to_le32(a.rkey >= 4 ? a.rkey :
+                                   a.rkey == 1 ? d->drv.ahn6 :
+                                   a.rkey == 2 && av_ahn[d->idx] ?
+                                   av_ahn[d->idx] : d->drv.ahn);
             w.ud.remote_qpn = cpu_to_le32(qp->peer_qpn ? qp->peer_qpn :
                                           peer->drv.qp[HX_QP_UD].qpn);
             w.ud.remote_qkey = a.remote ? a.remote : cpu_to_le32(HX_QKEY);
@@ -831,21 +934,23 @@ static void op_frame_raw(Fz *f)
     hx_wire_inject(&pair, to->idx, buf, len);
 }
 
-static void op_frame(Fz *f)
+static uint8_t frame_payload[8192];
+static uint8_t frame_buf[QHCA_ROCE_HDR_MAX_LEN + sizeof(frame_payload) + 8];
+
+/*
+ * The headers of FRAME's frame to device to & 1 from its peer, and its
+ * payload in frame_payload: the payload's length
+ */
+static uint32_t frame_hdr(const FzFrame *fa, QhcaRoceHdr *hp)
 {
-    FzFrame a;
+    FzFrame a = *fa;
     QhcaRoceHdr h = { 0 };
-    static uint8_t payload[8192];
-    uint8_t buf[QHCA_ROCE_HDR_MAX_LEN + sizeof(payload) + 8];
+    uint8_t *payload = frame_payload;
     HxDev *to, *from;
     HxQp *qp;
     uint32_t plen, i, key;
     uint64_t va;
-    int len;
 
-    if (!take(f, &a, sizeof(a))) {
-        return;
-    }
     to = dev_sel(a.to);
     from = peer_of(to);
     qp = a.qp < HX_MAX_QPS ? hx_drv_qp(to, a.qp) : NULL;
@@ -895,18 +1000,137 @@ static void op_frame(Fz *f)
     h.deth.qkey = a.qkey ? le32_to_cpu(a.qkey) : HX_QKEY;
     h.deth.src_qp = (a.src_qp ? le32_to_cpu(a.src_qp) :
                      from->drv.qp[HX_QP_UD].qpn) & QHCA_ROCE_QPN_MASK;
-    plen = MIN(le16_to_cpu(a.plen), sizeof(payload));
+    plen = MIN(le16_to_cpu(a.plen), sizeof(frame_payload));
     for (i = 0; i < plen; i++) {
         payload[i] = a.pattern + i;
     }
-    len = qhca_roce_build(buf, sizeof(buf), &h, payload, plen);
+    *hp = h;
+    return plen;
+}
+
+static void op_frame(Fz *f)
+{
+    FzFrame a;
+    QhcaRoceHdr h;
+    uint32_t plen;
+    int len;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    plen = frame_hdr(&a, &h);
+    len = qhca_roce_build(frame_buf, sizeof(frame_buf), &h, frame_payload,
+                          plen);
     if (len <= 0) {
         return;
     }
     if (a.flags & 8) {
-        buf[len - 1] ^= 0x5a;
+        frame_buf[len - 1] ^= 0x5a;
     }
-    hx_wire_inject(&pair, to->idx, buf, len);
+    hx_wire_inject(&pair, dev_sel(a.to)->idx, frame_buf, len);
+}
+
+/*
+ * An IPv6 address for FRAME6, GID and AV: kind % 8 of @d (the device the
+ * address is of) and @other (the other end)
+ */
+static void addr6_sel(uint8_t kind, HxDev *d, HxDev *other, uint16_t val,
+                      uint8_t *out)
+{
+    memset(out, 0, 16);
+    switch (kind % 8) {
+    case 0:
+        memcpy(out, d->ip6, 16);
+        break;
+    case 1:
+        hx_gid_ipv4(out, d->ip);            /* IPv4-mapped */
+        break;
+    case 2:
+        out[0] = 0xff;                      /* ff02::val, multicast */
+        out[1] = 0x02;
+        stw_be_p(&out[14], val);
+        break;
+    case 3:
+        break;                              /* :: */
+    case 4:
+        out[15] = 1;                        /* ::1 */
+        break;
+    case 5:
+        memcpy(out, d->ip6, 16);            /* a stranger on the subnet */
+        stw_be_p(&out[14], val ^ 0x6666);
+        break;
+    case 6:
+        memcpy(out, other->ip6, 16);
+        break;
+    default:
+        out[0] = 0xfe;                      /* fe80::val, link-local */
+        out[1] = 0x80;
+        stw_be_p(&out[14], val);
+        break;
+    }
+}
+
+static void op_frame6(Fz *f)
+{
+    FzFrame a;
+    FzIp6 b;
+    QhcaRoceHdr h;
+    uint8_t *ip = frame_buf + QHCA_ROCE_IP_OFFSET;
+    HxDev *to;
+    uint32_t plen;
+    uint16_t val;
+    int len;
+
+    if (!take(f, &a, sizeof(a)) || !take(f, &b, sizeof(b))) {
+        return;
+    }
+    to = dev_sel(a.to);
+    val = le16_to_cpu(b.val);
+    plen = frame_hdr(&a, &h);
+    h.ipv6 = true;
+    h.tos = b.tclass;
+    h.ttl = b.mangle % 8 == 5 ? val : 64;
+    h.flow_label = le32_to_cpu(b.flow) & QHCA_ROCE_FLOW_LABEL_MASK;
+    memcpy(h.src_ip6, peer_of(to)->ip6, 16);
+    memcpy(h.dst_ip6, to->ip6, 16);
+    len = qhca_roce_build(frame_buf, sizeof(frame_buf), &h, frame_payload,
+                          plen);
+    if (len <= 0) {
+        return;
+    }
+    /* the addresses, next header and version, then ICRC and checksum */
+    addr6_sel(b.src, peer_of(to), to, val, ip + 8);
+    addr6_sel(b.dst, to, peer_of(to), val, ip + 24);
+    if (a.flags & 4) {
+        ip[8] ^= 0x06;
+    }
+    switch (b.mangle % 8) {
+    case 1:
+        ip[6] = val;
+        break;
+    case 7:
+        ip[0] = (ip[0] & 0x0f) | (val & 0xf0);
+        break;
+    }
+    qhca_roce_finish(frame_buf, len);
+    switch (b.mangle % 8) {
+    case 2:
+        stw_be_p(ip + 4, val);
+        break;
+    case 3:
+        stw_be_p(ip + 40 + 6, val);
+        break;
+    case 4:
+        ip[40 + 7] ^= 1;
+        break;
+    case 6:
+        len = MIN(len, val);
+        break;
+    }
+    if ((a.flags & 8) && len > 0) {
+        frame_buf[len - 1] ^= 0x5a;
+    }
+    hx_wire_inject(&pair, to->idx, frame_buf, len);
 }
 
 static void op_wire_mutate(Fz *f)
@@ -1115,7 +1339,7 @@ static void op_expect_qp(Fz *f)
 static void op_connect(Fz *f)
 {
     FzConnect a;
-    HxConnOpts o;
+    HxConnOpts o = { 0 };
     unsigned q;
 
     if (!take(f, &a, sizeof(a))) {
@@ -1134,6 +1358,11 @@ static void op_connect(Fz *f)
     o.max_rd_atomic = a.max_rd;
     o.access = a.access;
     o.sq_psn = le32_to_cpu(a.psn);
+    if (a.qp & 16) {
+        o.ipv6 = true;
+        o.tclass = o.sq_psn >> 24;
+        o.flow_label = o.sq_psn * 0x9e3779b1u >> 12;
+    }
     if (a.qp & 2) {
         if (a.qp & 8) {
             hx_connect_uc_loopback(dev_sel(a.qp >> 2), &o);
@@ -1310,6 +1539,346 @@ static void op_query(Fz *f)
     }
 }
 
+static void status_check(const char *what, HxDev *d, int st, uint8_t want)
+{
+    if (want != 0xff && st != want) {
+        strict_fail("%s on device %c: status %d, expected %u", what,
+                    d->name, st, want);
+    }
+}
+
+/* ADD_GID or DEL_GID of a GID kind % 16 picks: < 8 addr6_sel(), else raw */
+static void op_gid(Fz *f)
+{
+    FzGid a;
+    struct qhca_cmd_gid g = { 0 };
+    HxDev *d;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    if (!d->drv.up) {
+        return;
+    }
+    g.index = cpu_to_le32(a.index);
+    if (a.kind % 16 < 8) {
+        addr6_sel(a.kind, d, peer_of(d), le64_to_cpu(a.lo), g.gid);
+    } else {
+        stq_be_p(&g.gid[0], le64_to_cpu(a.hi));
+        stq_be_p(&g.gid[8], le64_to_cpu(a.lo));
+    }
+    st = hx_cmd(d, (a.del & 1) ? QHCA_CMD_DEL_GID : QHCA_CMD_ADD_GID, &g,
+                sizeof(g), NULL);
+    status_check((a.del & 1) ? "DEL_GID" : "ADD_GID", d, st, a.status);
+}
+
+/*
+ * An address vector with source GID index sgid and destination dgid
+ * (addr6_sel() of the peer: 0 its IPv6 GID, 1 its IPv4 one, ...): which
+ * & 1 = 0, qp taken RESET -> INIT -> RTR with it (then RTS if that
+ * worked); 1, CREATE_AH (a good one is what UD sends with rkey 2 use)
+ */
+static void op_av(Fz *f)
+{
+    FzAv a;
+    HxDev *d, *peer;
+    uint8_t dgid[16];
+    const uint8_t *dmac;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    peer = peer_of(d);
+    if (!d->drv.up) {
+        return;
+    }
+    addr6_sel(a.dgid, peer, d, le16_to_cpu(a.val), dgid);
+    dmac = a.dgid % 8 == 6 ? d->mac : peer->mac;
+    if (a.which & 1) {
+        struct qhca_cmd_create_ah ah = { 0 };
+        uint32_t ahn = 0;
+
+        ah.pdn = cpu_to_le32(d->drv.pdn);
+        ah.sgid_index = a.sgid;
+        ah.hop_limit = le16_to_cpu(a.val) >> 8;
+        ah.traffic_class = a.tclass;
+        ah.flow_label = a.flow;
+        memcpy(ah.dgid, dgid, 16);
+        memcpy(ah.dmac, dmac, 6);
+        st = hx_cmd(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn);
+        if (st == QHCA_CMD_OK) {
+            av_ahn[d->idx] = ahn;
+        }
+        status_check("CREATE_AH", d, st, a.status);
+    } else {
+        struct qhca_qp_attr at = { 0 };
+        HxQp *qp = hx_drv_qp(d, a.qp);
+        uint32_t rc;
+
+        if (!qp) {
+            return;
+        }
+        rc = qp->type == QHCA_QPT_RC ? QHCA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+             QHCA_QP_ATTR_MIN_RNR_TIMER : 0;
+        at.qp_state = QHCA_QPS_RESET;
+        hx_modify_qp(d, qp->qpn, QHCA_QP_ATTR_STATE, &at);
+        qp->sq_pi = qp->rq_pi = 0;
+        at.qp_state = QHCA_QPS_INIT;
+        at.access_flags = cpu_to_le32(hx_default_conn.access);
+        hx_modify_qp(d, qp->qpn, QHCA_QP_ATTR_STATE |
+                     QHCA_QP_ATTR_PKEY_INDEX | QHCA_QP_ATTR_PORT |
+                     QHCA_QP_ATTR_ACCESS_FLAGS, &at);
+        at.qp_state = QHCA_QPS_RTR;
+        at.path_mtu = 3;
+        at.dest_qpn = cpu_to_le32(qp->peer_qpn);
+        at.max_dest_rd_atomic = 4;
+        at.min_rnr_timer = 1;
+        at.sgid_index = a.sgid;
+        at.hop_limit = le16_to_cpu(a.val) >> 8;
+        at.traffic_class = a.tclass;
+        at.flow_label = a.flow;
+        memcpy(at.dgid, dgid, 16);
+        memcpy(at.dmac, dmac, 6);
+        st = hx_modify_qp(d, qp->qpn, QHCA_QP_ATTR_STATE | QHCA_QP_ATTR_AV |
+                          QHCA_QP_ATTR_PATH_MTU | QHCA_QP_ATTR_DEST_QPN |
+                          QHCA_QP_ATTR_RQ_PSN | rc, &at);
+        status_check("MODIFY_QP to RTR with an AV", d, st, a.status);
+        if (st == QHCA_CMD_OK) {
+            at.qp_state = QHCA_QPS_RTS;
+            at.timeout = 8;
+            at.retry_cnt = 7;
+            at.rnr_retry = 7;
+            at.max_rd_atomic = 4;
+            hx_modify_qp(d, qp->qpn, QHCA_QP_ATTR_STATE |
+                         QHCA_QP_ATTR_SQ_PSN | (rc ? QHCA_QP_ATTR_TIMEOUT |
+                         QHCA_QP_ATTR_RETRY_CNT | QHCA_QP_ATTR_RNR_RETRY |
+                         QHCA_QP_ATTR_MAX_QP_RD_ATOMIC : 0), &at);
+        }
+    }
+}
+
+/*
+ * Page lists of REREG and RESIZE: with val bit 15, num_pages = val & 0x3ff;
+ * with bit 14, page_shift = 12 + (val & 31)
+ */
+static void desc_mutate(struct qhca_pbl_desc *m, uint16_t val)
+{
+    if (val & 0x8000) {
+        m->num_pages = cpu_to_le32(val & 0x3ff);
+    }
+    if (val & 0x4000) {
+        m->page_shift = 12 + (val & 31);
+    }
+}
+
+/*
+ * REREG_MR of key (key_sel()) with what, pd (0 the driver's, else raw),
+ * access and, for a new translation, iova (the MR's iova + iova), length
+ * and memory mem % 8: 0 new pages, 1 the MR's own pages, 2 the ring area
+ * (other objects' memory), 3 the command queue's pages, 4 QHCA_MR_PHYS
+ * (iova guest-physical), 5 a page list where there is no RAM, 6 BAR0 and
+ * BAR2, 7 the MR's pages by a two-level list; desc_mutate() with val.
+ * The driver's MR moves with a good one (its iova, length, pages)
+ */
+static void op_rereg(Fz *f)
+{
+    static uint64_t pages[QHCA_PBL_ENTRIES];
+    FzRereg a;
+    struct qhca_cmd_rereg_mr r = { 0 };
+    HxDev *d;
+    HxMr *mr;
+    uint64_t iova, length, span, mem = 0;
+    uint32_t n, i;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    mr = &d->drv.mr;
+    if (!d->drv.up) {
+        return;
+    }
+    iova = mr->iova + le32_to_cpu(a.iova);
+    length = le32_to_cpu(a.length);
+    span = (iova & (QHCA_PAGE_SIZE - 1)) + MIN(length, 2u << 20);
+    n = MIN(DIV_ROUND_UP(span, QHCA_PAGE_SIZE), QHCA_PBL_ENTRIES);
+    switch (a.mem % 8) {
+    case 0:
+        mem = hx_alloc_data(d, (uint64_t)n * QHCA_PAGE_SIZE);
+        n = mem ? n : 0;
+        break;
+    case 1:
+    case 7:
+        mem = mr->mem;
+        break;
+    case 2:
+        mem = HX_RING_BASE;
+        break;
+    case 4:
+        iova = le32_to_cpu(a.iova);
+        r.mr_flags = cpu_to_le32(QHCA_MR_PHYS);
+        mem = iova;
+        break;
+    }
+    for (i = 0; i < n; i++) {
+        switch (a.mem % 8) {
+        case 3:
+            pages[i] = HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
+            break;
+        case 6:
+            pages[i] = (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+            break;
+        default:
+            pages[i] = mem + (uint64_t)i * QHCA_PAGE_SIZE;
+            break;
+        }
+    }
+    if (a.mem % 8 != 4) {
+        r.mem = hx_pbl(d, pages, n, QHCA_PAGE_SHIFT);
+    }
+    if (a.mem % 8 == 5) {
+        r.mem.pbl_addr = cpu_to_le64(0xdead00000000ULL);
+    } else if (a.mem % 8 == 7) {
+        uint64_t l2 = le64_to_cpu(r.mem.pbl_addr);
+
+        r.mem = hx_pbl(d, &l2, 1, QHCA_PAGE_SHIFT);
+        r.mem.num_pages = cpu_to_le32(n);
+        r.mem.levels = 2;
+    }
+    desc_mutate(&r.mem, le16_to_cpu(a.val));
+    r.key = cpu_to_le32(key_sel(d, a.key));
+    r.what = cpu_to_le32(a.what);
+    r.pdn = cpu_to_le32(a.pd ? a.pd : d->drv.pdn);
+    r.access = cpu_to_le32(a.access);
+    r.iova = cpu_to_le64(iova);
+    r.length = cpu_to_le64(length);
+    st = hx_cmd(d, QHCA_CMD_REREG_MR, &r, sizeof(r), NULL);
+    status_check("REREG_MR", d, st, a.status);
+    if (st == QHCA_CMD_OK && (a.what & QHCA_REREG_TRANS) &&
+        le32_to_cpu(r.key) == mr->key) {
+        mr->iova = iova;
+        mr->len = MAX(length, 1);
+        mr->mem = n && pages[0] < HX_RAM_SIZE ? pages[0] : mr->mem;
+    }
+}
+
+/*
+ * RESIZE_CQ of cq % 4 (0 the driver's CQ, 1 the next CQ number, the first
+ * one CMD makes, 2 arg, 3 none) to 2^log entries in mem % 8: 0 a new ring,
+ * 1 its page list where there is no RAM, 2 the MR's pages, 3 the CQ's
+ * own ring's pages, 4 a new ring and arg & 0x7f pages, 5 a new ring with
+ * page shift 12 + arg % 20, 6 BAR0 and BAR2, 7 the command queue's
+ * pages.  A good resize of the driver's CQ moves the driver to the new
+ * ring at index 0
+ */
+static void op_resize(Fz *f)
+{
+    FzResize a;
+    struct qhca_cmd_resize_cq r = { 0 };
+    uint64_t pages[HX_RING_MAX_PAGES], mem = 0;
+    HxDev *d;
+    HxRing *old, nr = { 0 };
+    uint32_t arg, n, i, result = 0, shift, cqn;
+    int st;
+
+    if (!take(f, &a, sizeof(a))) {
+        return;
+    }
+    d = dev_sel(a.dev);
+    old = &d->drv.cq;
+    if (!d->drv.up) {
+        return;
+    }
+    arg = le32_to_cpu(a.arg);
+    switch (a.cq % 4) {
+    case 0:
+        cqn = d->drv.cqn;
+        break;
+    case 1:
+        cqn = d->drv.cqn + 1;
+        break;
+    case 2:
+        cqn = arg;
+        break;
+    default:
+        cqn = 0;
+        break;
+    }
+    n = DIV_ROUND_UP((uint64_t)QHCA_CQE_SIZE << MIN(a.log, 15),
+                     QHCA_PAGE_SIZE);
+    n = MIN(n, HX_RING_MAX_PAGES);
+    if (a.mem % 8 <= 1 || a.mem % 8 == 4 || a.mem % 8 == 5) {
+        mem = hx_alloc_ring_pages(d, n);
+        n = mem ? n : 0;
+    }
+    for (i = 0; i < n; i++) {
+        switch (a.mem % 8) {
+        case 2:
+            /* zeroed first, as a driver makes a ring */
+            pages[i] = d->drv.mr.mem + (uint64_t)i * QHCA_PAGE_SIZE;
+            hx_mem_fill(d, pages[i], 0, QHCA_PAGE_SIZE);
+            break;
+        case 3:
+            pages[i] = old->npages ? old->page[i % old->npages] : 0;
+            break;
+        case 6:
+            pages[i] = (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+            break;
+        case 7:
+            pages[i] = HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
+            break;
+        default:
+            pages[i] = mem + (uint64_t)(n - 1 - i) * QHCA_PAGE_SIZE;
+            break;
+        }
+    }
+    r.mem = hx_pbl(d, pages, n, QHCA_PAGE_SHIFT);
+    switch (a.mem % 8) {
+    case 1:
+        r.mem.pbl_addr = cpu_to_le64(0xdead00000000ULL);
+        break;
+    case 4:
+        r.mem.num_pages = cpu_to_le32(arg & 0x7f);
+        break;
+    case 5:
+        r.mem.page_shift = 12 + arg % 20;
+        break;
+    }
+    r.cqn = cpu_to_le32(cqn);
+    r.log_depth = a.log;
+    st = hx_cmd(d, QHCA_CMD_RESIZE_CQ, &r, sizeof(r), &result);
+    status_check("RESIZE_CQ", d, st, a.status);
+    if (st != QHCA_CMD_OK || cqn != d->drv.cqn) {
+        return;
+    }
+    if (result > 1u << MIN(a.log, 15)) {
+        strict_fail("RESIZE_CQ on device %c: %u CQEs carried to a ring of "
+                    "%u", d->name, result, 1u << MIN(a.log, 15));
+    }
+    /* the ring as the device sees it, in 4 KiB pages */
+    shift = r.mem.page_shift >= 12 && r.mem.page_shift <= 31 ?
+            r.mem.page_shift - 12 : 0;
+    nr.log = MIN(a.log, 15);
+    nr.stride_log = 5;
+    nr.npages = MIN(n, HX_RING_MAX_PAGES);
+    for (i = 0; i < nr.npages; i++) {
+        uint32_t e = i >> MIN(shift, 31);
+
+        nr.page[i] = e < n ? pages[e] + (uint64_t)(i & ((1u << shift) - 1)) *
+                     QHCA_PAGE_SIZE : 0;
+    }
+    if (a.mem % 8 == 1) {
+        nr.npages = 0;
+    }
+    d->drv.cq = nr;
+    d->drv.cq_ci = 0;
+}
+
 static void run_op(Fz *f, uint8_t op)
 {
     union {
@@ -1424,6 +1993,21 @@ static void run_op(Fz *f, uint8_t op)
         break;
     case FZ_OP_QUERY:
         op_query(f);
+        break;
+    case FZ_OP_FRAME6:
+        op_frame6(f);
+        break;
+    case FZ_OP_GID:
+        op_gid(f);
+        break;
+    case FZ_OP_AV:
+        op_av(f);
+        break;
+    case FZ_OP_REREG:
+        op_rereg(f);
+        break;
+    case FZ_OP_RESIZE:
+        op_resize(f);
         break;
     }
 }

@@ -31,6 +31,29 @@ const HxConnOpts hx_default_conn = {
     .sq_psn = 0xfffff0,
 };
 
+/* An IPv4 address as a GID: IPv4-mapped IPv6, ::ffff:a.b.c.d */
+void hx_gid_ipv4(uint8_t *gid, uint32_t ip)
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    stl_be_p(&gid[12], ip);
+}
+
+/* An AH on @d to @gid (IPv4-mapped or IPv6) at @mac, from GID @sgid */
+static bool make_ah(HxDev *d, uint8_t sgid, const uint8_t *gid,
+                    const uint8_t *mac, uint32_t *ahn)
+{
+    struct qhca_cmd_create_ah ah = { 0 };
+
+    ah.pdn = cpu_to_le32(d->drv.pdn);
+    ah.sgid_index = sgid;
+    ah.hop_limit = 64;
+    memcpy(ah.dgid, gid, 16);
+    memcpy(ah.dmac, mac, 6);
+    return hx_cmd(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), ahn) ==
+           QHCA_CMD_OK;
+}
+
 uint64_t hx_alloc_ring_pages(HxDev *d, uint32_t n)
 {
     uint64_t a = d->drv.ring_next;
@@ -293,9 +316,10 @@ static bool make_qp(HxDev *d, unsigned slot, uint8_t type, bool srq)
 }
 
 /*
- * Every device: GID 0 (its IPv4 address), a PD, an EQ on vector 1, a CQ
- * of 256 entries, an SRQ, a 4 MiB MR with every access, a fast-register MR,
- * an AH to the peer, and QPs: RC with its own RQ, RC on the SRQ, UD, UC
+ * Every device: GID 0 (its IPv4 address), GID 1 (its IPv6 address), a PD,
+ * an EQ on vector 1, a CQ of 256 entries, an SRQ, a 4 MiB MR with every
+ * access, a fast-register MR, an AH to the peer's IPv4 GID and one to its
+ * IPv6 GID, and QPs: RC with its own RQ, RC on the SRQ, UD, UC
  * with its own RQ, UC on the SRQ
  */
 bool hx_drv_setup(HxDev *d)
@@ -308,7 +332,7 @@ bool hx_drv_setup(HxDev *d)
     struct qhca_cmd_create_srq cs = { 0 };
     struct qhca_cmd_reg_mr rm = { 0 };
     struct qhca_cmd_alloc_mr am = { 0 };
-    struct qhca_cmd_create_ah ah = { 0 };
+    uint8_t dgid[16];
     const uint32_t mr_len = 4u << 20;
     uint64_t pages[QHCA_PBL_ENTRIES];
     uint64_t l1[2];
@@ -317,8 +341,13 @@ bool hx_drv_setup(HxDev *d)
     if (!hx_drv_enable(d)) {
         return false;
     }
-    gid.gid[10] = gid.gid[11] = 0xff;
-    stl_be_p(&gid.gid[12], d->ip);
+    gid.index = cpu_to_le32(HX_GID_IPV4);
+    hx_gid_ipv4(gid.gid, d->ip);
+    if (!cmd_ok(d, QHCA_CMD_ADD_GID, &gid, sizeof(gid), NULL)) {
+        return false;
+    }
+    gid.index = cpu_to_le32(HX_GID_IPV6);
+    memcpy(gid.gid, d->ip6, 16);
     if (!cmd_ok(d, QHCA_CMD_ADD_GID, &gid, sizeof(gid), NULL) ||
         !cmd_ok(d, QHCA_CMD_ALLOC_PD, NULL, 0, &v->pdn)) {
         return false;
@@ -374,12 +403,9 @@ bool hx_drv_setup(HxDev *d)
     if (!cmd_ok(d, QHCA_CMD_ALLOC_MR, &am, sizeof(am), &v->frmr_key)) {
         return false;
     }
-    ah.pdn = cpu_to_le32(v->pdn);
-    ah.hop_limit = 64;
-    ah.dgid[10] = ah.dgid[11] = 0xff;
-    stl_be_p(&ah.dgid[12], peer->ip);
-    memcpy(ah.dmac, peer->mac, 6);
-    if (!cmd_ok(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &v->ahn)) {
+    hx_gid_ipv4(dgid, peer->ip);
+    if (!make_ah(d, HX_GID_IPV4, dgid, peer->mac, &v->ahn) ||
+        !make_ah(d, HX_GID_IPV6, peer->ip6, peer->mac, &v->ahn6)) {
         return false;
     }
     return make_qp(d, HX_QP_RC, QHCA_QPT_RC, false) &&
@@ -421,10 +447,16 @@ static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
     a.rq_psn = cpu_to_le32((o->sq_psn + peer->idx) & 0xffffff);
     a.max_dest_rd_atomic = 4;
     a.min_rnr_timer = o->min_rnr_timer;
-    a.sgid_index = 0;
     a.hop_limit = 64;
-    a.dgid[10] = a.dgid[11] = 0xff;
-    stl_be_p(&a.dgid[12], peer->ip);
+    if (o->ipv6) {
+        a.sgid_index = HX_GID_IPV6;
+        a.traffic_class = o->tclass;
+        a.flow_label = cpu_to_le32(o->flow_label & 0xfffff);
+        memcpy(a.dgid, peer->ip6, 16);
+    } else {
+        a.sgid_index = HX_GID_IPV4;
+        hx_gid_ipv4(a.dgid, peer->ip);
+    }
     memcpy(a.dmac, peer->mac, 6);
     if (hx_modify_qp(d, qp->qpn, M(STATE) | M(AV) | M(PATH_MTU) |
                      M(DEST_QPN) | M(RQ_PSN) | rtr, &a) != QHCA_CMD_OK) {
@@ -453,27 +485,23 @@ bool hx_connect_rc(HxDev *a, HxQp *qa, HxDev *b, HxQp *qb,
 
 /*
  * Loopback on one device: its RC QP with its own RQ and its RC QP on the
- * SRQ connected to each other (its own GID and MAC), and an AH to its own
- * address that UD sends use from now on, to its own UD QP
+ * SRQ connected to each other (its own GID and MAC), and AHs to its own
+ * IPv4 and IPv6 addresses that UD sends use from now on, to its own UD QP
  */
 bool hx_connect_loopback(HxDev *d, const HxConnOpts *o)
 {
-    struct qhca_cmd_create_ah ah = { 0 };
-    uint32_t ahn;
+    uint8_t gid[16];
+    uint32_t ahn, ahn6;
 
+    hx_gid_ipv4(gid, d->ip);
     if (!hx_connect_rc(d, &d->drv.qp[HX_QP_RC], d, &d->drv.qp[HX_QP_RC_SRQ],
-                       o)) {
-        return false;
-    }
-    ah.pdn = cpu_to_le32(d->drv.pdn);
-    ah.hop_limit = 64;
-    ah.dgid[10] = ah.dgid[11] = 0xff;
-    stl_be_p(&ah.dgid[12], d->ip);
-    memcpy(ah.dmac, d->mac, 6);
-    if (!cmd_ok(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn)) {
+                       o) ||
+        !make_ah(d, HX_GID_IPV4, gid, d->mac, &ahn) ||
+        !make_ah(d, HX_GID_IPV6, d->ip6, d->mac, &ahn6)) {
         return false;
     }
     d->drv.ahn = ahn;
+    d->drv.ahn6 = ahn6;
     d->drv.qp[HX_QP_UD].peer_qpn = d->drv.qp[HX_QP_UD].qpn;
     d->drv.qp[HX_QP_UD].loopback = true;
     return true;

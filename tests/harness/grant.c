@@ -12,7 +12,11 @@
  *     describe (EQ, CQ, SRQ and QP rings, MR pages, or a physical MR's
  *     range), until the object is destroyed or the device reset;
  *   - a REG_MR work request read from an SQ: its page list and the pages
- *     it names, until the MR is deregistered.
+ *     it names, until the MR is deregistered;
+ *   - a REREG_MR with a new translation, once it completes with OK: the
+ *     pages it describes (or its physical range) instead of the MR's old
+ *     ones; a RESIZE_CQ: its new ring's pages while it runs (it copies the
+ *     CQEs held there), then, if OK, instead of the CQ's old ring.
  *
  * Granularity is the 4 KiB page, and whole described pages are granted (a
  * ring of 1 KiB in a 4 KiB page grants the page): an over-approximation, so
@@ -308,6 +312,14 @@ static void build_pbl(HxDev *d, const struct qhca_pbl_desc *m, bool lists,
     }
 }
 
+/* A physical MR's range (QHCA_MR_PHYS: the iova is guest-physical) */
+static void phys_range(HxGrants *g, uint64_t iova, uint64_t len)
+{
+    if (iova < HX_RAM_SIZE) {
+        build_range(g, iova, MIN(len, HX_RAM_SIZE - iova));
+    }
+}
+
 /* The device read a command: what it may touch while running it */
 static void command_read(HxDev *d, const struct qhca_cmd *c)
 {
@@ -345,6 +357,15 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
             descs[0] = &c->reg_mr.mem;
         }
         break;
+    case QHCA_CMD_REREG_MR:
+        if ((le32_to_cpu(c->rereg_mr.what) & QHCA_REREG_TRANS) &&
+            !(le32_to_cpu(c->rereg_mr.mr_flags) & QHCA_MR_PHYS)) {
+            descs[0] = &c->rereg_mr.mem;
+        }
+        break;
+    case QHCA_CMD_RESIZE_CQ:
+        descs[0] = &c->resize_cq.mem;
+        break;
     default:
         break;
     }
@@ -358,6 +379,10 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
             build_pbl(d, descs[i], true, false);
         }
     }
+    /* RESIZE_CQ copies the CQEs held into the new ring while it runs */
+    if (op == QHCA_CMD_RESIZE_CQ) {
+        build_pbl(d, descs[0], false, true);
+    }
     build_end(g, &g->cmd, true);
 
     /* for the object, if it is created */
@@ -369,12 +394,14 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
     }
     if (op == QHCA_CMD_REG_MR &&
         (le32_to_cpu(c->reg_mr.flags) & QHCA_MR_PHYS)) {
-        uint64_t iova = le64_to_cpu(c->reg_mr.iova);
-        uint64_t len = le64_to_cpu(c->reg_mr.length);
-
-        if (iova < HX_RAM_SIZE) {
-            build_range(g, iova, MIN(len, HX_RAM_SIZE - iova));
-        }
+        phys_range(g, le64_to_cpu(c->reg_mr.iova),
+                   le64_to_cpu(c->reg_mr.length));
+    }
+    if (op == QHCA_CMD_REREG_MR &&
+        (le32_to_cpu(c->rereg_mr.what) & QHCA_REREG_TRANS) &&
+        (le32_to_cpu(c->rereg_mr.mr_flags) & QHCA_MR_PHYS)) {
+        phys_range(g, le64_to_cpu(c->rereg_mr.iova),
+                   le64_to_cpu(c->rereg_mr.length));
     }
     build_end(g, &g->pending, false);
     if (op == QHCA_CMD_CREATE_QP) {
@@ -430,6 +457,42 @@ static void forget_sq(HxGrants *g, uint32_t qpn)
     }
 }
 
+/*
+ * A REREG_MR that changed the translation, or a RESIZE_CQ, completed: the
+ * object's memory is what the command described from now on, and no
+ * longer what it had before (its old pages are the guest's again)
+ */
+static void object_moved(HxGrants *g, uint16_t op)
+{
+    const struct qhca_cmd *c = &g->cmd_copy;
+    PageSet *s;
+    uint32_t idx;
+
+    if (op == QHCA_CMD_REREG_MR) {
+        if (!(le32_to_cpu(c->rereg_mr.what) & QHCA_REREG_TRANS)) {
+            return;
+        }
+        idx = le32_to_cpu(c->rereg_mr.key) >> QHCA_KEY_INDEX_SHIFT;
+        if (idx >= gk_max[GK_MR]) {
+            return;
+        }
+        s = &g->obj[GK_MR][idx];
+    } else {
+        idx = le32_to_cpu(c->resize_cq.cqn);
+        if (idx >= gk_max[GK_CQ]) {
+            return;
+        }
+        s = &g->obj[GK_CQ][idx];
+    }
+    set_revoke(g, s);
+    set_init(s);
+    if (g->pending.pages) {
+        g_array_append_vals(s->pages, g->pending.pages->data,
+                            g->pending.pages->len);
+    }
+    set_apply(g, s, 1);
+}
+
 /* The completion of the command read by command_read() is in RAM */
 static void command_done(HxDev *d, const struct qhca_cmd_comp *comp)
 {
@@ -441,7 +504,14 @@ static void command_done(HxDev *d, const struct qhca_cmd_comp *comp)
 
     g->cmd_valid = false;
     set_revoke(g, &g->cmd);
-    if (le16_to_cpu(comp->status) != QHCA_CMD_OK || kind < 0) {
+    if (le16_to_cpu(comp->status) != QHCA_CMD_OK) {
+        goto out;
+    }
+    if (op == QHCA_CMD_REREG_MR || op == QHCA_CMD_RESIZE_CQ) {
+        object_moved(g, op);
+        goto out;
+    }
+    if (kind < 0) {
         goto out;
     }
     if (!create) {

@@ -410,6 +410,8 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
     HxPair *p = d->pair;
     int s = d->idx;
     HxFrame *f;
+    QhcaRocePkt pkt;
+    QhcaRoceErr err;
 
     d->progress++;
     if (++d->call_frames == HX_FRAME_BUDGET + 1) {
@@ -422,15 +424,11 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
                    d->name, len);
         return;
     }
-    {
-        QhcaRocePkt pkt;
-        QhcaRoceErr err = qhca_roce_parse(frame, len, &pkt);
-
-        if (err != QHCA_ROCE_OK || memcmp(frame + 6, d->mac, 6)) {
-            hx_finding(p, HX_FIND_FRAME, "device %c sent a frame that is "
-                       "not well-formed RoCEv2 from its MAC: %s", d->name,
-                       err ? qhca_roce_strerror(err) : "source MAC");
-        }
+    err = qhca_roce_parse(frame, len, &pkt);
+    if (err != QHCA_ROCE_OK || memcmp(frame + 6, d->mac, 6)) {
+        hx_finding(p, HX_FIND_FRAME, "device %c sent a frame that is "
+                   "not well-formed RoCEv2 from its MAC: %s", d->name,
+                   err ? qhca_roce_strerror(err) : "source MAC");
     }
     /*
      * As hw/qhca.c: a frame for the device itself is queued on its loop
@@ -438,8 +436,10 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
      * wire, where the peer drops it (not its MAC)
      */
     qhca_core_loopback(&d->core, frame, len);
-    if (len >= 54) {
-        /* BTH at 42: dest QP in bytes 5..7, PSN in bytes 9..11 */
+    if (err == QHCA_ROCE_OK) {
+        p->last_psn[s][pkt.hdr.dest_qp & 1023] = pkt.hdr.psn;
+    } else if (len >= 54) {
+        /* BTH at 42 over IPv4: dest QP in bytes 5..7, PSN in 9..11 */
         uint32_t dqp = ldl_be_p(frame + 46) & 0xffffff;
         uint32_t psn = ldl_be_p(frame + 50) & 0xffffff;
 
@@ -743,6 +743,14 @@ static void dev_init(HxPair *p, int i)
     d->name = 'A' + i;
     memcpy(d->mac, hx_macs[i], 6);
     d->ip = hx_ips[i];
+    /* fd71:6863:6100::c612:1 and ...:2, unique local addresses */
+    memset(d->ip6, 0, sizeof(d->ip6));
+    d->ip6[0] = 0xfd;
+    d->ip6[1] = 0x71;
+    d->ip6[2] = 0x68;
+    d->ip6[3] = 0x63;
+    d->ip6[4] = 0x61;
+    stl_be_p(&d->ip6[12], hx_ips[i]);
     d->timer_deadline = -1;
     d->link_up = true;
     for (v = 0; v < QHCA_MSIX_VECTORS; v++) {

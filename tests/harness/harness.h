@@ -126,6 +126,7 @@ typedef struct HxDrv {
     uint64_t ring_next;         /* bump allocators */
     uint64_t data_next;
     uint32_t pdn, eqn, cqn, srqn, ahn;
+    uint32_t ahn6;              /* an AH to the peer's IPv6 GID */
     HxRing eq, cq, srq;
     HxMr mr;                    /* 4 MiB, every access */
     uint32_t frmr_key;          /* fast-register MR (ALLOC_MR) */
@@ -159,6 +160,7 @@ struct HxDev {
     char name;
     uint8_t mac[6];
     uint32_t ip;
+    uint8_t ip6[16];            /* its IPv6 address: GID 1 */
 
     uint8_t *ram;
     uint8_t dirty[HX_RAM_PAGES];
@@ -289,6 +291,10 @@ typedef struct HxConnOpts {
     uint8_t max_rd_atomic;
     uint32_t access;
     uint32_t sq_psn;            /* the other side's rq_psn */
+    /* over IPv6: GID 1 to the peer's GID 1, with this traffic class, flow */
+    bool ipv6;
+    uint8_t tclass;
+    uint32_t flow_label;
 } HxConnOpts;
 
 extern const HxConnOpts hx_default_conn;
@@ -296,6 +302,10 @@ extern const HxConnOpts hx_default_conn;
 #define HX_ALL_ACCESS   (QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE | \
                          QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_ATOMIC)
 #define HX_QKEY         0x1234u
+#define HX_GID_IPV4     0       /* GID table index of the IPv4 address */
+#define HX_GID_IPV6     1       /* ... and of the IPv6 one */
+
+void hx_gid_ipv4(uint8_t *gid, uint32_t ip);
 
 bool hx_drv_enable(HxDev *d);
 bool hx_drv_setup(HxDev *d);
