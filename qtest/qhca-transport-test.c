@@ -3262,8 +3262,73 @@ static void test_mcast_commands(void)
     pair_stop(&p);
 }
 
+/*
+ * An IPv6 group (ff0e::1:42, MAC 33:33:00:01:00:42): a UD SEND from A's
+ * IPv6 GID reaches B's attached QP with the IPv6 header in the GRH area;
+ * an AH from the IPv4 GID to the IPv6 group is refused (two IP versions)
+ */
+static void test_mcast_ipv6(void)
+{
+    static const uint8_t gmac[6] = { 0x33, 0x33, 0x00, 0x01, 0x00, 0x42 };
+    Pair p;
+    End u, r;
+    Mr mu, mr;
+    struct qhca_cmd_create_ah ah = { 0 };
+    struct qhca_send_wqe w;
+    struct qhca_sge s;
+    struct qhca_cqe c;
+    uint8_t out[512], in[40 + 512], g[16] = { 0xff, 0x0e };
+    uint8_t src[16];
+    uint32_t ahn;
+
+    g[13] = 0x01;
+    g[15] = 0x42;
+    pair_start(&p, WIRE_PASS);
+    end_create(&u, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
+    end_create(&r, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
+    add_gid6(&u);
+    add_gid6(&r);
+    ud_rts(&u, 0x66);
+    ud_rts(&r, 0x66);
+    g_assert_cmpint(mcast(&r, QHCA_CMD_ATTACH_MCAST, r.qpn, g), ==,
+                    QHCA_CMD_OK);
+
+    ah.pdn = cpu_to_le32(u.pdn);
+    ah.hop_limit = 1;
+    memcpy(ah.dgid, g, 16);
+    g_assert_cmpint(qhca_cmd_post(&p.a, QHCA_CMD_CREATE_AH, &ah, sizeof(ah),
+                                  NULL), ==, QHCA_CMD_ERR_PARAM);
+    ah.sgid_index = GID6_INDEX;
+    ahn = qhca_cmd_ok(&p.a, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
+    mu = mr_reg(&p.a, u.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    mr = mr_reg(&p.b, r.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    fill(out, sizeof(out), 33);
+    mr_io(&p.a, &mu, 0, out, sizeof(out), true);
+    s = sge(&mr, 0, sizeof(in));
+    post_recv(&r, 0x91, &s, 1);
+    w = ud_wqe(QHCA_WQE_SEND, 0x92, ahn, QHCA_MCAST_QPN, 0x66);
+    s = sge(&mu, 0, sizeof(out));
+    post_send(&u, &w, &s, 1, NULL, 0);
+    expect_cqe(&u, 0x92, QHCA_CQE_SUCCESS, QHCA_CQE_OP_SEND);
+    c = poll_cq(&r);
+    g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x91);
+    g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpuint(c.network_hdr_type, ==, QHCA_NET_ROCE_V2_IPV6);
+    g_assert_cmpuint(le32_to_cpu(c.src_qp), ==, u.qpn);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 40 + sizeof(out));
+    mr_io(&p.b, &mr, 0, in, sizeof(in), false);
+    gid6_of(src, mac_a);
+    g_assert_cmpmem(in + 8, 16, src, 16);
+    g_assert_cmpmem(in + 24, 16, g, 16);
+    g_assert_cmpuint(in[7], ==, 1);
+    g_assert_cmpmem(in + 40, sizeof(out), out, sizeof(out));
+    g_assert_cmpmem(p.w.last[0]->data, 6, gmac, 6);
+    pair_stop(&p);
+}
+
 static void qhca_add_mcast_tests(void)
 {
+    qtest_add_func("/qhca/mcast/ipv6", test_mcast_ipv6);
     qtest_add_func("/qhca/mcast/ud", test_mcast_ud);
     qtest_add_func("/qhca/mcast/hostile", test_mcast_hostile);
     qtest_add_func("/qhca/mcast/commands", test_mcast_commands);

@@ -72,9 +72,9 @@ for _g in $receivers; do [ "$_g" = "$QHCA_ID" ] && _me=yes; done
 [ $_me = yes ] && recv_start all && sleep 6
 qhca_barrier 7141 120 || not_ok "mcast: barrier 7141"
 if [ "$QHCA_ID" = 1 ]; then
-	check "mcast: guest 1 sends $MCAST_COUNT messages to $GROUP" send_group 90
+	check "mcast: sends $MCAST_COUNT messages to $GROUP" send_group 90
 elif [ $_me = yes ]; then
-	check "mcast: guest $QHCA_ID receives $MCAST_COUNT messages from $GROUP" \
+	check "mcast: receives $MCAST_COUNT messages from $GROUP" \
 		recv_wait_all 150
 fi
 qhca_barrier 7142 180 || not_ok "mcast: barrier 7142"
@@ -84,10 +84,10 @@ drop1=$(counter rx_dropped)
 [ "$QHCA_ID" = 2 ] && recv_start one && sleep 6
 qhca_barrier 7143 120 || not_ok "mcast: barrier 7143"
 if [ "$QHCA_ID" = 1 ]; then
-	check "mcast: after the others left, guest 1 sends $MCAST_COUNT messages" \
+	check "mcast: after the others left, sends $MCAST_COUNT messages" \
 		send_group 90
 elif [ "$QHCA_ID" = 2 ]; then
-	check "mcast: guest 2, alone in the group, receives $MCAST_COUNT messages" \
+	check "mcast: alone in the group, receives $MCAST_COUNT messages" \
 		recv_wait_one 150
 fi
 qhca_barrier 7144 180 || not_ok "mcast: barrier 7144"
@@ -95,13 +95,13 @@ drop2=$(counter rx_dropped)
 echo "# mcast: rx_dropped $drop0 -> $drop1 -> $drop2"
 if [ "$QHCA_ID" -gt 2 ]; then
 	if [ $((drop2 - drop1)) -ge "$MCAST_COUNT" ]; then
-		ok "mcast: guest $QHCA_ID left the group: its device dropped the group's $MCAST_COUNT frames"
+		ok "mcast: left the group: its device dropped the group's $MCAST_COUNT frames"
 	else
-		not_ok "mcast: guest $QHCA_ID left the group: its device dropped the group's $MCAST_COUNT frames" \
+		not_ok "mcast: left the group: its device dropped the group's $MCAST_COUNT frames" \
 			"rx_dropped grew by $((drop2 - drop1))"
 	fi
 fi
 
 qhca_dmesg_since "$DMESG0" "WARNING|BUG|Oops|qhca.*(error|timed out)" \
-	"mcast: guest $QHCA_ID: no kernel warnings"
+	"mcast: no kernel warnings"
 checks_done
