@@ -1160,6 +1160,8 @@ def resize_cq():
         i.send(A, RC, 'QHCA_WQE_SEND', 0xca3 + n, [sge(0, 64)])
     i.op('PUMP', steps=200)
     i.status_op('RESIZE', 'QHCA_CMD_ERR_PARAM', dev=A, log=1, mem=0)
+    # pages where there is no RAM: the copy fails, the old ring stays
+    i.status_op('RESIZE', 'QHCA_CMD_ERR_DMA', dev=A, log=6, mem=6, arg=1)
     # B (it holds its receives): the MR's pages, 8 KiB pages
     i.status_op('RESIZE', dev=B, log=10, mem=2)
     i.status_op('RESIZE', None, dev=B, log=7, mem=5, arg=1)

@@ -1772,8 +1772,8 @@ static void op_rereg(Fz *f)
  * one CMD makes, 2 arg, 3 none) to 2^log entries in mem % 8: 0 a new ring,
  * 1 its page list where there is no RAM, 2 the MR's pages, 3 the CQ's
  * own ring's pages, 4 a new ring and arg & 0x7f pages, 5 a new ring with
- * page shift 12 + arg % 20, 6 BAR0 and BAR2, 7 the command queue's
- * pages.  A good resize of the driver's CQ moves the driver to the new
+ * page shift 12 + arg % 20, 6 BAR0 and BAR2 (arg & 1: pages where there
+ * is no RAM), 7 the command queue's pages.  A good resize of the driver's CQ moves the driver to the new
  * ring at index 0
  */
 static void op_resize(Fz *f)
@@ -1827,7 +1827,8 @@ static void op_resize(Fz *f)
             pages[i] = old->npages ? old->page[i % old->npages] : 0;
             break;
         case 6:
-            pages[i] = (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+            pages[i] = (arg & 1) ? 0xdead00000000ULL + i * QHCA_PAGE_SIZE :
+                       (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
             break;
         case 7:
             pages[i] = HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
