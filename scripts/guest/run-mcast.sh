@@ -3,6 +3,8 @@
 # (librdmacm: rdma_join_multicast, then ibv_attach_mcast on the id's UD
 # QP; rdma_leave_multicast, ibv_detach_mcast):
 #   scripts/launch -n 3 --run scripts/guest/run-mcast.sh
+#   scripts/launch -n 3 --rxe 3 --run ...   a Soft-RoCE receiver (or --rxe 1:
+#                                           a Soft-RoCE sender); one segment
 # Guest 1 sends, every other guest receives. The receivers join the group
 # 239.1.2.3 (the GID ::ffff:239.1.2.3, MAC 01:00:5e:01:02:03) and wait
 # for MCAST_COUNT messages; once all have joined (barrier), guest 1 joins
@@ -11,7 +13,9 @@
 # all go out. Then a second round with a single receiver (guest 2):
 # the other receivers left the group, so their devices now drop the
 # group's frames (their device counter of dropped frames grows by the
-# frames sent); guest 2 gets all. Last, no kernel warnings.
+# frames sent; not checked on Soft-RoCE, which has no such counter, and
+# weak on one segment, where the IP network's frames count too); guest 2
+# gets all. Last, no kernel warnings.
 . /usr/lib/qhca/lib.sh
 qhca_pair_start
 pair_setup_dev
@@ -25,10 +29,9 @@ echo "# mcast: guest $QHCA_ID on $PAIR_DEV, group $GROUP, $MCAST_COUNT messages"
 # the multicast route: rdma_cm resolves the group's address like any other
 ip route add 224.0.0.0/4 dev "$QHCA_IFACE" 2>/dev/null
 
-# a device counter (hw_counters of port 1), 0 if there is none
+# a device counter (hw_counters of port 1), empty if there is none
 counter() {
-	cat "/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters/$1" 2>/dev/null ||
-		echo 0
+	cat "/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters/$1" 2>/dev/null
 }
 
 # recv_start TAG: a receiver in the background; its output in $D/TAG.out,
@@ -93,7 +96,9 @@ fi
 qhca_barrier 7144 180 || not_ok "mcast: barrier 7144"
 drop2=$(counter rx_dropped)
 echo "# mcast: rx_dropped $drop0 -> $drop1 -> $drop2"
-if [ "$QHCA_ID" -gt 2 ]; then
+if [ "$QHCA_ID" -gt 2 ] && [ -z "$drop2" ]; then
+	echo "# mcast: $PAIR_DEV has no rx_dropped counter: not checked that it dropped the group's frames"
+elif [ "$QHCA_ID" -gt 2 ]; then
 	if [ $((drop2 - drop1)) -ge "$MCAST_COUNT" ]; then
 		ok "mcast: left the group: its device dropped the group's $MCAST_COUNT frames"
 	else
