@@ -516,6 +516,34 @@ static HxDev *peer_of(HxDev *d)
     return &pair.dev[!d->idx];
 }
 
+/*
+ * Take an operation's arguments, whose first byte selects the device: that
+ * device if its driver has it up, else NULL
+ */
+static HxDev *take_dev_up(Fz *f, void *args, size_t len)
+{
+    HxDev *d;
+
+    if (!take(f, args, len)) {
+        return NULL;
+    }
+    d = dev_sel(*(uint8_t *)args);
+    return d->drv.up ? d : NULL;
+}
+
+/*
+ * Pages software has no business giving a device as memory: BAR0 and
+ * BAR2 in turn (bars), or the four pages of the command queues, the
+ * async EQ and the response page
+ */
+static uint64_t hostile_page(bool bars, uint32_t i)
+{
+    if (bars) {
+        return (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+    }
+    return HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
+}
+
 static uint32_t qpn_sel(HxDev *d, uint8_t sel)
 {
     HxQp *qp;
@@ -1555,11 +1583,8 @@ static void op_gid(Fz *f)
     HxDev *d;
     int st;
 
-    if (!take(f, &a, sizeof(a))) {
-        return;
-    }
-    d = dev_sel(a.dev);
-    if (!d->drv.up) {
+    d = take_dev_up(f, &a, sizeof(a));
+    if (!d) {
         return;
     }
     g.index = cpu_to_le32(a.index);
@@ -1573,6 +1598,16 @@ static void op_gid(Fz *f)
                 sizeof(g), NULL);
     status_check((a.del & 1) ? "DEL_GID" : "ADD_GID", d, st, a.status);
 }
+
+/* The address vector fields of AV, in a CREATE_AH or a struct qhca_qp_attr */
+#define AV_FILL(x, a, dgid, dmac) do {                  \
+        (x).sgid_index = (a).sgid;                      \
+        (x).hop_limit = le16_to_cpu((a).val) >> 8;      \
+        (x).traffic_class = (a).tclass;                 \
+        (x).flow_label = (a).flow;                      \
+        memcpy((x).dgid, (dgid), 16);                   \
+        memcpy((x).dmac, (dmac), 6);                    \
+    } while (0)
 
 /*
  * An address vector with source GID index sgid and destination dgid
@@ -1588,14 +1623,11 @@ static void op_av(Fz *f)
     const uint8_t *dmac;
     int st;
 
-    if (!take(f, &a, sizeof(a))) {
+    d = take_dev_up(f, &a, sizeof(a));
+    if (!d) {
         return;
     }
-    d = dev_sel(a.dev);
     peer = peer_of(d);
-    if (!d->drv.up) {
-        return;
-    }
     addr6_sel(a.dgid, peer, d, le16_to_cpu(a.val), dgid);
     dmac = a.dgid % 8 == 6 ? d->mac : peer->mac;
     if (a.which & 1) {
@@ -1603,12 +1635,7 @@ static void op_av(Fz *f)
         uint32_t ahn = 0;
 
         ah.pdn = cpu_to_le32(d->drv.pdn);
-        ah.sgid_index = a.sgid;
-        ah.hop_limit = le16_to_cpu(a.val) >> 8;
-        ah.traffic_class = a.tclass;
-        ah.flow_label = a.flow;
-        memcpy(ah.dgid, dgid, 16);
-        memcpy(ah.dmac, dmac, 6);
+        AV_FILL(ah, a, dgid, dmac);
         st = hx_cmd(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn);
         if (st == QHCA_CMD_OK) {
             av_ahn[d->idx] = ahn;
@@ -1637,12 +1664,7 @@ static void op_av(Fz *f)
         at.dest_qpn = cpu_to_le32(qp->peer_qpn);
         at.max_dest_rd_atomic = 4;
         at.min_rnr_timer = 1;
-        at.sgid_index = a.sgid;
-        at.hop_limit = le16_to_cpu(a.val) >> 8;
-        at.traffic_class = a.tclass;
-        at.flow_label = a.flow;
-        memcpy(at.dgid, dgid, 16);
-        memcpy(at.dmac, dmac, 6);
+        AV_FILL(at, a, dgid, dmac);
         st = hx_modify_qp(d, qp->qpn, QHCA_QP_ATTR_STATE | QHCA_QP_ATTR_AV |
                           QHCA_QP_ATTR_PATH_MTU | QHCA_QP_ATTR_DEST_QPN |
                           QHCA_QP_ATTR_RQ_PSN | rc, &at);
@@ -1695,14 +1717,11 @@ static void op_rereg(Fz *f)
     uint32_t n, i;
     int st;
 
-    if (!take(f, &a, sizeof(a))) {
+    d = take_dev_up(f, &a, sizeof(a));
+    if (!d) {
         return;
     }
-    d = dev_sel(a.dev);
     mr = &d->drv.mr;
-    if (!d->drv.up) {
-        return;
-    }
     iova = mr->iova + le32_to_cpu(a.iova);
     length = le32_to_cpu(a.length);
     span = (iova & (QHCA_PAGE_SIZE - 1)) + MIN(length, 2u << 20);
@@ -1728,10 +1747,8 @@ static void op_rereg(Fz *f)
     for (i = 0; i < n; i++) {
         switch (a.mem % 8) {
         case 3:
-            pages[i] = HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
-            break;
         case 6:
-            pages[i] = (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+            pages[i] = hostile_page(a.mem % 8 == 6, i);
             break;
         default:
             pages[i] = mem + (uint64_t)i * QHCA_PAGE_SIZE;
@@ -1773,8 +1790,8 @@ static void op_rereg(Fz *f)
  * 1 its page list where there is no RAM, 2 the MR's pages, 3 the CQ's
  * own ring's pages, 4 a new ring and arg & 0x7f pages, 5 a new ring with
  * page shift 12 + arg % 20, 6 BAR0 and BAR2 (arg & 1: pages where there
- * is no RAM), 7 the command queue's pages.  A good resize of the driver's CQ moves the driver to the new
- * ring at index 0
+ * is no RAM), 7 the command queue's pages.  A good resize of the driver's
+ * CQ moves the driver to the new ring at index 0
  */
 static void op_resize(Fz *f)
 {
@@ -1786,14 +1803,11 @@ static void op_resize(Fz *f)
     uint32_t arg, n, i, result = 0, shift, cqn;
     int st;
 
-    if (!take(f, &a, sizeof(a))) {
+    d = take_dev_up(f, &a, sizeof(a));
+    if (!d) {
         return;
     }
-    d = dev_sel(a.dev);
     old = &d->drv.cq;
-    if (!d->drv.up) {
-        return;
-    }
     arg = le32_to_cpu(a.arg);
     switch (a.cq % 4) {
     case 0:
@@ -1828,10 +1842,10 @@ static void op_resize(Fz *f)
             break;
         case 6:
             pages[i] = (arg & 1) ? 0xdead00000000ULL + i * QHCA_PAGE_SIZE :
-                       (i & 1) ? HX_DB_BAR_ADDR : HX_REG_BAR_ADDR;
+                       hostile_page(true, i);
             break;
         case 7:
-            pages[i] = HX_CTRL_BASE + (i % 4) * QHCA_PAGE_SIZE;
+            pages[i] = hostile_page(false, i);
             break;
         default:
             pages[i] = mem + (uint64_t)(n - 1 - i) * QHCA_PAGE_SIZE;

@@ -53,6 +53,38 @@ static bool cqe_is(HxDev *d, HxQp *qp, uint64_t wr_id, uint8_t status)
            c.status == status;
 }
 
+/* A SEND of @len bytes at @soff of @from's MR into 4 KiB at @roff of @to's */
+static void rc_send(HxDev *from, HxQp *qs, uint64_t soff, HxDev *to,
+                    HxQp *qr, uint64_t roff, uint32_t len, uint64_t send_id,
+                    uint64_t recv_id)
+{
+    struct qhca_sge s = hx_sge(&from->drv.mr, soff, len);
+    struct qhca_sge r = hx_sge(&to->drv.mr, roff, 4096);
+    struct qhca_send_wqe w = hx_wqe(QHCA_WQE_SEND, send_id);
+
+    hx_post_recv(to, qr, recv_id, &r, 1, true);
+    hx_post_send(from, qs, &w, &s, 1, NULL, 0, true);
+}
+
+/*
+ * A UD SEND of 100 bytes at @send_off of @from's MR through AH @ahn to
+ * @to's UD QP, into a receive of 40 + 100 bytes at @recv_off of @to's MR
+ */
+static void ud_send(HxDev *from, HxDev *to, uint32_t ahn, uint64_t send_off,
+                    uint64_t recv_off, uint64_t send_id, uint64_t recv_id)
+{
+    HxQp *qs = &from->drv.qp[HX_QP_UD], *qr = &to->drv.qp[HX_QP_UD];
+    struct qhca_sge s = hx_sge(&from->drv.mr, send_off, 100);
+    struct qhca_sge r = hx_sge(&to->drv.mr, recv_off, 40 + 100);
+    struct qhca_send_wqe w = hx_wqe(QHCA_WQE_SEND, send_id);
+
+    hx_post_recv(to, qr, recv_id, &r, 1, true);
+    w.ud.ahn = cpu_to_le32(ahn);
+    w.ud.remote_qpn = cpu_to_le32(qr->qpn);
+    w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
+    hx_post_send(from, qs, &w, &s, 1, NULL, 0, true);
+}
+
 int main(void)
 {
     static HxPair pair;
@@ -60,7 +92,7 @@ int main(void)
     HxDev *a = &p->dev[0], *b = &p->dev[1];
     HxQp *qa, *qb;
     struct qhca_send_wqe w;
-    struct qhca_sge s, r;
+    struct qhca_sge s;
     uint64_t v;
     bool ok;
     int round;
@@ -77,11 +109,7 @@ int main(void)
 
         /* 3000 bytes, three packets at MTU 1024 */
         fill(a, a->drv.mr.mem, 3000, 1);
-        r = hx_sge(&b->drv.mr, 0, 4096);
-        hx_post_recv(b, qb, 0xb1, &r, 1, true);
-        s = hx_sge(&a->drv.mr, 0, 3000);
-        w = hx_wqe(QHCA_WQE_SEND, 0xa1);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        rc_send(a, qa, 0, b, qb, 0, 3000, 0xa1, 0xb1);
         report(cqe_is(b, qb, 0xb1, QHCA_CQE_SUCCESS) &&
                cqe_is(a, qa, 0xa1, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem, b, b->drv.mr.mem, 3000),
@@ -124,14 +152,7 @@ int main(void)
         /* UD send with a GRH */
         qa = &a->drv.qp[HX_QP_UD];
         qb = &b->drv.qp[HX_QP_UD];
-        r = hx_sge(&b->drv.mr, 0x80000, 40 + 100);
-        hx_post_recv(b, qb, 0xb5, &r, 1, true);
-        w = hx_wqe(QHCA_WQE_SEND, 0xa5);
-        w.ud.ahn = cpu_to_le32(a->drv.ahn);
-        w.ud.remote_qpn = cpu_to_le32(qb->qpn);
-        w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
-        s = hx_sge(&a->drv.mr, 0, 100);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        ud_send(a, b, a->drv.ahn, 0, 0x80000, 0xa5, 0xb5);
         report(cqe_is(a, qa, 0xa5, QHCA_CQE_SUCCESS) &&
                cqe_is(b, qb, 0xb5, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x80000 + 40, 100),
@@ -150,11 +171,7 @@ int main(void)
             qb = &b->drv.qp[HX_QP_RC];
             ok = hx_connect_rc(a, qa, b, qb, &o);
             fill(a, a->drv.mr.mem + 0x1000, 3000, 5);
-            r = hx_sge(&b->drv.mr, 0x1000, 4096);
-            hx_post_recv(b, qb, 0xb6, &r, 1, true);
-            s = hx_sge(&a->drv.mr, 0x1000, 3000);
-            w = hx_wqe(QHCA_WQE_SEND, 0xa6);
-            hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+            rc_send(a, qa, 0x1000, b, qb, 0x1000, 3000, 0xa6, 0xb6);
             report(ok && cqe_is(b, qb, 0xb6, QHCA_CQE_SUCCESS) &&
                    cqe_is(a, qa, 0xa6, QHCA_CQE_SUCCESS) &&
                    same(a, a->drv.mr.mem + 0x1000, b,
@@ -165,14 +182,7 @@ int main(void)
 
             qa = &a->drv.qp[HX_QP_UD];
             qb = &b->drv.qp[HX_QP_UD];
-            r = hx_sge(&b->drv.mr, 0x88000, 40 + 100);
-            hx_post_recv(b, qb, 0xb7, &r, 1, true);
-            w = hx_wqe(QHCA_WQE_SEND, 0xa7);
-            w.ud.ahn = cpu_to_le32(a->drv.ahn6);
-            w.ud.remote_qpn = cpu_to_le32(qb->qpn);
-            w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
-            s = hx_sge(&a->drv.mr, 0, 100);
-            hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+            ud_send(a, b, a->drv.ahn6, 0, 0x88000, 0xa7, 0xb7);
             grh = b->ram + b->drv.mr.mem + 0x88000;
             report(cqe_is(a, qa, 0xa7, QHCA_CQE_SUCCESS) &&
                    hx_wait_cqe(b, qb->qpn, 0xb7, &c, 100 * 1000 * 1000) &&
@@ -190,11 +200,7 @@ int main(void)
         qa = &a->drv.qp[HX_QP_RC];
         qb = &a->drv.qp[HX_QP_RC_SRQ];
         fill(a, a->drv.mr.mem + 0x90000, 3000, 3);
-        r = hx_sge(&a->drv.mr, 0xa0000, 4096);
-        hx_post_recv(a, qb, 0xc1, &r, 1, true);
-        s = hx_sge(&a->drv.mr, 0x90000, 3000);
-        w = hx_wqe(QHCA_WQE_SEND, 0xc2);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        rc_send(a, qa, 0x90000, a, qb, 0xa0000, 3000, 0xc2, 0xc1);
         report(cqe_is(a, qb, 0xc1, QHCA_CQE_SUCCESS) &&
                cqe_is(a, qa, 0xc2, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
@@ -218,14 +224,7 @@ int main(void)
                     a->drv.mr.mem + 0x140000, 0x10000),
                "loopback rdma write and read");
         qa = &a->drv.qp[HX_QP_UD];
-        r = hx_sge(&a->drv.mr, 0x180000, 40 + 100);
-        hx_post_recv(a, qa, 0xc5, &r, 1, true);
-        w = hx_wqe(QHCA_WQE_SEND, 0xc6);
-        w.ud.ahn = cpu_to_le32(a->drv.ahn);
-        w.ud.remote_qpn = cpu_to_le32(qa->qpn);
-        w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
-        s = hx_sge(&a->drv.mr, 0x90000, 100);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+        ud_send(a, a, a->drv.ahn, 0x90000, 0x180000, 0xc6, 0xc5);
         report(cqe_is(a, qa, 0xc6, QHCA_CQE_SUCCESS) &&
                cqe_is(a, qa, 0xc5, QHCA_CQE_SUCCESS) &&
                same(a, a->drv.mr.mem + 0x90000, a,
