@@ -873,8 +873,95 @@ static void test_hotplug_unplug_busy(void)
     pair_stop(&p);
 }
 
+/*
+ * A flood of frames to a multicast group with the most QPs a group may
+ * have (16): each frame is looked at by those 16 QPs and no more, a 17th
+ * attach is refused; the one QP with receive WQEs completes exactly as
+ * many as it posted, the 15 in RESET take nothing, and the device goes on
+ * (a unicast frame after the flood arrives, no fatal error).
+ */
+static void test_hostile_mcast_flood(void)
+{
+    static const uint8_t payload[64] = "to the group";
+    Pair p;
+    End a, b;
+    Mr mb;
+    struct qhca_cmd_mcast m = { 0 };
+    struct qhca_cmd_create_qp cq;
+    struct qhca_qp_attr at = { 0 };
+    struct qhca_sge s;
+    QhcaRoceHdr h;
+    uint64_t sq, rq;
+    uint32_t rx0, qpn;
+    unsigned i, j;
+
+    pair_start(&p, WIRE_BLACKHOLE);
+    end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
+    at.qp_state = QHCA_QPS_INIT;
+    at.qkey = cpu_to_le32(0x77);
+    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE |
+                                   QHCA_QP_ATTR_PKEY_INDEX |
+                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
+                                   &at), ==, QHCA_CMD_OK);
+    at.qp_state = QHCA_QPS_RTR;
+    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE, &at), ==,
+                    QHCA_CMD_OK);
+
+    m.gid[10] = m.gid[11] = 0xff;
+    stl_be_p(&m.gid[12], 0xef000001);           /* 239.0.0.1 */
+    m.qpn = cpu_to_le32(b.qpn);
+    qhca_cmd_ok(&p.b, QHCA_CMD_ATTACH_MCAST, &m, sizeof(m));
+    for (i = 1; i < QHCA_MAX_MCAST_QP_ATTACH + 1; i++) {
+        cq = qhca_qp_desc(&p.b, QHCA_QPT_UD, b.pdn, b.cqn, &sq, &rq);
+        qpn = qhca_cmd_ok(&p.b, QHCA_CMD_CREATE_QP, &cq, sizeof(cq));
+        m.qpn = cpu_to_le32(qpn);
+        g_assert_cmpint(qhca_cmd_post(&p.b, QHCA_CMD_ATTACH_MCAST, &m,
+                                      sizeof(m), NULL), ==,
+                        i < QHCA_MAX_MCAST_QP_ATTACH ? QHCA_CMD_OK :
+                        QHCA_CMD_ERR_NO_RESOURCES);
+    }
+    mb = mr_reg(&p.b, b.pdn, 8 * 128, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    for (i = 0; i < 8; i++) {
+        s = sge(&mb, i * 128, 128);
+        post_recv(&b, 0x100 + i, &s, 1);
+    }
+
+    h = hdr_from(&a, &b, QHCA_ROCE_OP_UD_SEND_ONLY, 0);
+    h.dst_ip = 0xef000001;
+    qhca_roce_mcast_mac(m.gid, h.dst_mac);
+    h.dest_qp = QHCA_MCAST_QPN;
+    h.deth.qkey = 0x77;
+    h.deth.src_qp = a.qpn;
+    rx0 = qhca_rd(&p.b, QHCA_REG_STAT_RX_FRAMES);
+    for (i = 0; i < 10; i++) {
+        for (j = 0; j < 30; j++) {
+            inject(&p, 1, &h, payload, sizeof(payload));
+        }
+        settle(&p, 5);
+    }
+    for (i = 0; i < 8; i++) {
+        expect_cqe(&b, 0x100 + i, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    }
+    g_assert_true(cq_idle(&b, 100));
+    g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STAT_RX_FRAMES) - rx0, ==, 300);
+    g_assert_false(qhca_rd(&p.b, QHCA_REG_STATUS) & QHCA_STATUS_FATAL);
+
+    /* the device goes on: a unicast frame to the QP */
+    s = sge(&mb, 0, 128);
+    post_recv(&b, 0x200, &s, 1);
+    h = hdr_from(&a, &b, QHCA_ROCE_OP_UD_SEND_ONLY, 0);
+    h.deth.qkey = 0x77;
+    h.deth.src_qp = a.qpn;
+    inject(&p, 1, &h, payload, sizeof(payload));
+    expect_cqe(&b, 0x200, QHCA_CQE_SUCCESS, QHCA_CQE_OP_RECV);
+    qhca_cmd_ok(&p.b, QHCA_CMD_QUERY_DEVICE, NULL, 0);
+    pair_stop(&p);
+}
+
 static void qhca_add_hostile_tests(void)
 {
+    qtest_add_func("/qhca/hostile/mcast-flood", test_hostile_mcast_flood);
     qtest_add_func("/qhca/hotplug/unplug-busy", test_hotplug_unplug_busy);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);
