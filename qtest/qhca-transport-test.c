@@ -2298,30 +2298,12 @@ static void path6(struct qhca_qp_attr *a, const End *peer, const Grh6 *g)
 /* Connect RC QP @e to @peer over IPv6 (rc_default_opts otherwise) */
 static void rc_connect6(End *e, const End *peer, const Grh6 *g)
 {
-    const ConnOpts *o = &rc_default_opts;
-    struct qhca_qp_attr a = { 0 };
+    struct qhca_qp_attr av = { 0 };
+    ConnOpts o = rc_default_opts;
 
-    a.qp_state = QHCA_QPS_INIT;
-    a.access_flags = cpu_to_le32(o->access);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(PKEY_INDEX) |
-                                   M(PORT) | M(ACCESS_FLAGS), &a), ==,
-                    QHCA_CMD_OK);
-    a.qp_state = QHCA_QPS_RTR;
-    a.path_mtu = o->mtu;
-    a.dest_qpn = cpu_to_le32(peer->qpn);
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = o->min_rnr_timer;
-    path6(&a, peer, g);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, RTR6_MASK, &a), ==,
-                    QHCA_CMD_OK);
-    a.qp_state = QHCA_QPS_RTS;
-    a.timeout = o->timeout;
-    a.retry_cnt = o->retry_cnt;
-    a.rnr_retry = o->rnr_retry;
-    a.max_rd_atomic = 4;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(TIMEOUT) |
-                                   M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
-                                   M(MAX_QP_RD_ATOMIC), &a), ==, QHCA_CMD_OK);
+    o.psn_zero = true;
+    path6(&av, peer, g);
+    rc_connect_av(e, peer, &o, &av);
 }
 
 /* The IPv6 header at @ip is from @from to @to with @g's fields */

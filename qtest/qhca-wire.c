@@ -390,7 +390,8 @@ void end_create_cq_at(End *e, QQhca *d, uint32_t ip,
 
 #define M(x) QHCA_QP_ATTR_##x
 
-void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
+void rc_connect_av(End *e, const End *peer, const ConnOpts *o,
+                   const struct qhca_qp_attr *av)
 {
     struct qhca_qp_attr a = { 0 };
 
@@ -402,14 +403,23 @@ void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
     a.qp_state = QHCA_QPS_RTR;
     a.path_mtu = o->mtu;
     a.dest_qpn = cpu_to_le32(peer->qpn);
-    a.rq_psn = cpu_to_le32(0xfffff0 + (e->ip & 1));  /* PSNs wrap early */
+    a.rq_psn = cpu_to_le32(o->psn_zero ? 0 : FIRST_PSN + (e->ip & 1));
     a.max_dest_rd_atomic = o->rd_atomic ? o->rd_atomic : 4;
     a.min_rnr_timer = o->min_rnr_timer;
-    a.sgid_index = 0;
-    a.hop_limit = 64;
-    a.dgid[10] = a.dgid[11] = 0xff;
-    stl_be_p(&a.dgid[12], peer->ip);
-    memcpy(a.dmac, peer->mac, 6);
+    if (av) {
+        a.sgid_index = av->sgid_index;
+        a.hop_limit = av->hop_limit;
+        a.traffic_class = av->traffic_class;
+        a.flow_label = av->flow_label;
+        memcpy(a.dgid, av->dgid, 16);
+        memcpy(a.dmac, av->dmac, 6);
+    } else {
+        a.sgid_index = 0;
+        a.hop_limit = 64;
+        a.dgid[10] = a.dgid[11] = 0xff;
+        stl_be_p(&a.dgid[12], peer->ip);
+        memcpy(a.dmac, peer->mac, 6);
+    }
     g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(AV) |
                                    M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
                                    M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
@@ -418,11 +428,16 @@ void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
     a.timeout = o->timeout;
     a.retry_cnt = o->retry_cnt;
     a.rnr_retry = o->rnr_retry;
-    a.sq_psn = cpu_to_le32(0xfffff0 + (peer->ip & 1));
+    a.sq_psn = cpu_to_le32(o->psn_zero ? 0 : FIRST_PSN + (peer->ip & 1));
     a.max_rd_atomic = o->rd_atomic ? o->rd_atomic : 4;
     g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(TIMEOUT) |
                                    M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
                                    M(MAX_QP_RD_ATOMIC), &a), ==, QHCA_CMD_OK);
+}
+
+void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
+{
+    rc_connect_av(e, peer, o, NULL);
 }
 
 const ConnOpts rc_default_opts = {

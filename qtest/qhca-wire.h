@@ -79,6 +79,7 @@ typedef struct ConnOpts {
     uint8_t min_rnr_timer;
     uint32_t access;
     uint8_t rd_atomic;          /* max_(dest_)rd_atomic; 0: 4 */
+    bool psn_zero;              /* PSNs from 0, not FIRST_PSN (wrapping) */
 } ConnOpts;
 
 typedef struct Pair {
@@ -121,6 +122,9 @@ void end_create(End *e, QQhca *d, uint8_t type, uint32_t ip,
 void end_create_cq_at(End *e, QQhca *d, uint32_t ip,
                       const uint8_t *mac, uint64_t cq_page0);
 void rc_connect_one(End *e, const End *peer, const ConnOpts *o);
+/* The same with the path of @av (its GRH fields, dgid and dmac), not IPv4 */
+void rc_connect_av(End *e, const End *peer, const ConnOpts *o,
+                   const struct qhca_qp_attr *av);
 void rc_pair(Pair *p, End *a, End *b, const ConnOpts *o, bool b_srq);
 void post_send(End *e, struct qhca_send_wqe *w,
                const struct qhca_sge *sges, unsigned nsge,
