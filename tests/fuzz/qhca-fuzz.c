@@ -53,8 +53,9 @@
  *                  operands, immediate (also the wr_id); rings the SQ
  *                  doorbell unless nodb.  On UD, rkey picks the AH: 1 the
  *                  one to the peer's IPv6 GID, 2 the last AH a good AV
- *                  op made (if any), 0 and 3 the IPv4 one, >= 4 a raw
- *                  AH number
+ *                  op made (if any), 3 the group AH the last MCAST with
+ *                  flags & 16 made (if any; DestQP 0xFFFFFF), else and
+ *                  0 the IPv4 one, >= 4 a raw AH number
  *    8 RECV        a receive WQE wr_id for qp (its RQ, or the SRQ)
  *    9 WQE_RAW     len raw bytes at byte off of SQ (which 0) or RQ/SRQ
  *                  slot (driver's producer index + slot), no doorbell:
@@ -153,8 +154,23 @@
  *                  number, arg, 0) to 2^log entries in mem % 8
  *                  (op_resize()); a good one of the driver's CQ moves the
  *                  driver to the new ring at index 0
- *                  GID, AV, REREG and RESIZE check their command's status
- *                  against status (0xff: any) under QHCA_FUZZ_STRICT=1
+ *   29 MCAST       ATTACH_MCAST (flags & 1: DETACH_MCAST) of qp to the
+ *                  group group_gid(group, val) (IPv4-mapped 224/4, IPv6
+ *                  ff00::/8, or hostile: just outside 224/4, unicast,
+ *                  ::, IPv4-compatible); flags & 2 a new UD QP in RTS
+ *                  (table slot 5 on; on the SRQ with flags & 4), 8 a
+ *                  reserved field not 0, 16 a CREATE_AH to the group
+ *                  (SEND rkey 3), 32 count more new UD QPs in RESET to
+ *                  the group, else count more groups val + n (op_mcast())
+ *   30 MFRAME      FRAME's fields (an FzFrame), then an FzMframe: the
+ *                  frame to a group of the target (group_gid(group,
+ *                  val), IPv6 unless IPv4-mapped) with the group's MAC
+ *                  or its own, another group's, broadcast (mac % 4),
+ *                  DestQP 0xFFFFFF or not (dqp % 4), a unicast or
+ *                  multicast source (src % 4) (op_mframe())
+ *                  GID, AV, REREG, RESIZE and MCAST check their command's
+ *                  status against status (0xff: any) under
+ *                  QHCA_FUZZ_STRICT=1
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -198,6 +214,8 @@ enum {
     FZ_OP_AV,
     FZ_OP_REREG,
     FZ_OP_RESIZE,
+    FZ_OP_MCAST,
+    FZ_OP_MFRAME,
     FZ_OP_COUNT
 };
 
@@ -446,6 +464,25 @@ typedef struct QEMU_PACKED FzResize {
     uint8_t status;
 } FzResize;
 
+typedef struct QEMU_PACKED FzMcast {
+    uint8_t dev;
+    uint8_t flags;
+    uint8_t qp;
+    uint8_t group;
+    uint32_t val;
+    uint8_t count;
+    uint8_t status;
+} FzMcast;
+
+/* MFRAME: an FzFrame, then this */
+typedef struct QEMU_PACKED FzMframe {
+    uint8_t group;
+    uint32_t val;
+    uint8_t mac;
+    uint8_t dqp;
+    uint8_t src;
+} FzMframe;
+
 #define FRMR_IOVA       0x70000000ULL
 #define FRMR_PAGES      16
 #define STEP_LIMIT      8000
@@ -464,6 +501,8 @@ static bool ready;
 static uint64_t frmr_pbl[2];
 /* per device: the AH the last good AV operation made (0: none) */
 static uint32_t av_ahn[2];
+/* per device: the AH to a group the last MCAST with flags & 16 made */
+static uint32_t mcast_ahn[2];
 /* per device: the counters QUERY_STATS returned last (strict checks) */
 static uint64_t stats_seen[2][QHCA_STAT_NUM];
 
@@ -612,6 +651,7 @@ static bool setup(void)
     }
     memset(stats_seen, 0, sizeof(stats_seen));
     memset(av_ahn, 0, sizeof(av_ahn));
+    memset(mcast_ahn, 0, sizeof(mcast_ahn));
     return true;
 }
 
@@ -799,11 +839,15 @@ static void op_send(Fz *f)
             w.rdma.compare_add = a.add;
             w.rdma.swap = a.swap;
         } else {
+            bool group = a.rkey == 3 && mcast_ahn[d->idx];
+
             w.ud.ahn = cpu_to_le32(a.rkey >= 4 ? a.rkey :
                                    a.rkey == 1 ? d->drv.ahn6 :
                                    a.rkey == 2 && av_ahn[d->idx] ?
-                                   av_ahn[d->idx] : d->drv.ahn);
-            w.ud.remote_qpn = cpu_to_le32(qp->peer_qpn ? qp->peer_qpn :
+                                   av_ahn[d->idx] :
+                                   group ? mcast_ahn[d->idx] : d->drv.ahn);
+            w.ud.remote_qpn = cpu_to_le32(group ? QHCA_MCAST_QPN :
+                                          qp->peer_qpn ? qp->peer_qpn :
                                           peer->drv.qp[HX_QP_UD].qpn);
             w.ud.remote_qkey = a.remote ? a.remote : cpu_to_le32(HX_QKEY);
         }
@@ -1894,6 +1938,197 @@ static void op_resize(Fz *f)
     d->drv.cq_ci = 0;
 }
 
+/*
+ * A group address for MCAST and MFRAME, kind % 8 (val its low bits): 0
+ * IPv4-mapped 239.0.0.0 + val (224/4), 1 IPv6 ff0e::val, 2 IPv4-mapped
+ * just outside 224/4 (223.255.255.255 or 240.0.0.0 + val), 3 the device
+ * @d's own IPv4 GID, 4 IPv6 ff00::/8 of any flags and scope (ffXY::val,
+ * XY = val >> 24), 5 ::, 6 IPv4-compatible ::224.0.0.0 + val (no ffff),
+ * 7 @d's IPv6 GID + val.  True if the address is an IPv4-mapped one
+ */
+static bool group_gid(uint8_t kind, HxDev *d, uint32_t val, uint8_t *gid)
+{
+    memset(gid, 0, 16);
+    switch (kind % 8) {
+    case 0:
+        hx_gid_ipv4(gid, 0xef000000 | (val & 0xffffff));
+        return true;
+    case 1:
+        gid[0] = 0xff;
+        gid[1] = 0x0e;
+        stl_be_p(&gid[12], val);
+        return false;
+    case 2:
+        hx_gid_ipv4(gid, (val & 1) ? 0xdfffffff : 0xf0000000 | val);
+        return true;
+    case 3:
+        hx_gid_ipv4(gid, d->ip);
+        return true;
+    case 4:
+        gid[0] = 0xff;
+        gid[1] = val >> 24;
+        stl_be_p(&gid[12], val & 0xffffff);
+        return false;
+    case 5:
+        return false;
+    case 6:
+        stl_be_p(&gid[12], 0xe0000000 | (val & 0x0fffffff));
+        return false;
+    default:
+        memcpy(gid, d->ip6, 16);
+        stl_be_p(&gid[12], ldl_be_p(&gid[12]) + val);
+        return false;
+    }
+}
+
+/*
+ * ATTACH_MCAST (DETACH_MCAST with flags & 1) of QP qp to group_gid(group,
+ * val); flags & 2: of a new UD QP in RTS entered in the driver's table
+ * (on the SRQ with flags & 4) instead; flags & 8: reserved = val, not 0;
+ * flags & 16: also a CREATE_AH to the group, from GID 0 for an
+ * IPv4-mapped group, else GID 1 (what UD sends with rkey 3 use, with
+ * DestQP 0xFFFFFF).  Then count more times: with flags & 32 for a new UD
+ * QP outside the table, left in RESET, each time, else for the group of
+ * val + 1, val + 2, ... (the limits: 16 QPs per group, 64 groups); the
+ * status of the last one is checked against status
+ */
+static void op_mcast(Fz *f)
+{
+    FzMcast a;
+    struct qhca_cmd_mcast m = { 0 };
+    struct qhca_cmd_create_ah ah = { 0 };
+    uint32_t val, qpn, ahn = 0;
+    HxDev *d;
+    HxQp *qp;
+    bool v4;
+    int st = QHCA_CMD_OK;
+    unsigned n;
+
+    d = take_dev_up(f, &a, sizeof(a));
+    if (!d) {
+        return;
+    }
+    val = le32_to_cpu(a.val);
+    qpn = qpn_sel(d, a.qp);
+    if (a.flags & 2) {
+        qp = hx_drv_make_ud(d, a.flags & 4, true, &qpn);
+        if (!qp) {
+            return;
+        }
+    }
+    if (a.flags & 16) {
+        v4 = group_gid(a.group, d, val, ah.dgid);
+        ah.pdn = cpu_to_le32(d->drv.pdn);
+        ah.sgid_index = v4 ? 0 : 1;
+        ah.hop_limit = 64;
+        memcpy(ah.dmac, peer_of(d)->mac, 6);
+        if (hx_cmd(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn) ==
+            QHCA_CMD_OK) {
+            mcast_ahn[d->idx] = ahn;
+        }
+    }
+    for (n = 0; n <= a.count; n++) {
+        if (n && (a.flags & 32)) {
+            hx_drv_make_ud(d, false, false, &qpn);
+        }
+        m.qpn = cpu_to_le32(qpn);
+        m.reserved = (a.flags & 8) ? cpu_to_le32(val | 1) : 0;
+        group_gid(a.group, d, (a.flags & 32) ? val : val + n, m.gid);
+        st = hx_cmd(d, (a.flags & 1) ? QHCA_CMD_DETACH_MCAST :
+                    QHCA_CMD_ATTACH_MCAST, &m, sizeof(m), NULL);
+    }
+    status_check((a.flags & 1) ? "DETACH_MCAST" : "ATTACH_MCAST", d, st,
+                 a.status);
+}
+
+/*
+ * MFRAME: FRAME's frame (an FzFrame), then an FzMframe: sent to group
+ * group_gid(group, val) of the target (over IPv6 unless the group is
+ * IPv4-mapped), to the Ethernet address mac % 4: 0 the group's multicast
+ * MAC, 1 the target's own MAC, 2 the MAC of group val + 1, 3 broadcast;
+ * with BTH DestQP dqp % 4: 0 0xFFFFFF, 1 FRAME's qp, 2 0xFFFFFE, 3
+ * 0x7FFFFF; from src % 4: 0 the peer's address, 1 a multicast one
+ * (239.1.1.1 or ff02::1), 2 the target's own, 3 the peer's IPv4 address
+ * IPv4-mapped in an IPv6 frame (the peer's IPv6 one in an IPv4 frame is
+ * not possible: then the peer's); right ICRC unless FRAME's flags & 8
+ */
+static void op_mframe(Fz *f)
+{
+    FzFrame a;
+    FzMframe b;
+    QhcaRoceHdr h;
+    HxDev *to, *from;
+    uint8_t gid[16];
+    uint32_t plen, val;
+    int len;
+
+    if (!take(f, &a, sizeof(a)) || !take(f, &b, sizeof(b))) {
+        return;
+    }
+    to = dev_sel(a.to);
+    from = peer_of(to);
+    val = le32_to_cpu(b.val);
+    plen = frame_hdr(&a, &h);
+    h.ipv6 = !group_gid(b.group, to, val, gid);
+    if (h.ipv6) {
+        memcpy(h.dst_ip6, gid, 16);
+        memcpy(h.src_ip6, from->ip6, 16);
+        switch (b.src % 4) {
+        case 1:
+            memset(h.src_ip6, 0, 16);
+            h.src_ip6[0] = 0xff;
+            h.src_ip6[1] = 0x02;
+            h.src_ip6[15] = 1;
+            break;
+        case 2:
+            memcpy(h.src_ip6, to->ip6, 16);
+            break;
+        case 3:
+            hx_gid_ipv4(h.src_ip6, from->ip);
+            break;
+        }
+    } else {
+        h.dst_ip = ldl_be_p(&gid[12]);
+        h.src_ip = b.src % 4 == 1 ? 0xef010101 :
+                   b.src % 4 == 2 ? to->ip : h.src_ip;
+    }
+    switch (b.mac % 4) {
+    case 0:
+        qhca_roce_mcast_mac(gid, h.dst_mac);
+        break;
+    case 1:
+        memcpy(h.dst_mac, to->mac, 6);
+        break;
+    case 2:
+        group_gid(b.group, to, val + 1, gid);
+        qhca_roce_mcast_mac(gid, h.dst_mac);
+        break;
+    default:
+        memset(h.dst_mac, 0xff, 6);
+        break;
+    }
+    switch (b.dqp % 4) {
+    case 0:
+        h.dest_qp = QHCA_MCAST_QPN;
+        break;
+    case 2:
+        h.dest_qp = QHCA_MCAST_QPN - 1;
+        break;
+    case 3:
+        h.dest_qp = 0x7fffff;
+        break;
+    }
+    len = qhca_roce_build(frame_buf, sizeof(frame_buf), &h, frame_payload,
+                          plen);
+    if (len <= 0) {
+        return;
+    }
+    if (a.flags & 8) {
+        frame_buf[len - 1] ^= 0x5a;
+    }
+    hx_wire_inject(&pair, to->idx, frame_buf, len);
+}
+
 static void run_op(Fz *f, uint8_t op)
 {
     union {
@@ -2023,6 +2258,12 @@ static void run_op(Fz *f, uint8_t op)
         break;
     case FZ_OP_RESIZE:
         op_resize(f);
+        break;
+    case FZ_OP_MCAST:
+        op_mcast(f);
+        break;
+    case FZ_OP_MFRAME:
+        op_mframe(f);
         break;
     }
 }

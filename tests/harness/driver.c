@@ -283,10 +283,9 @@ void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
     }
 }
 
-static bool make_qp(HxDev *d, unsigned slot, uint8_t type, bool srq)
+static bool create_qp(HxDev *d, HxQp *qp, uint8_t type, bool srq)
 {
     struct qhca_cmd_create_qp q = { 0 };
-    HxQp *qp = &d->drv.qp[slot];
     uint32_t qpn;
 
     memset(qp, 0, sizeof(*qp));
@@ -313,6 +312,11 @@ static bool make_qp(HxDev *d, unsigned slot, uint8_t type, bool srq)
     qp->srqn = srq ? d->drv.srqn : QHCA_NO_SRQ;
     qp->max_inline = 192;
     return true;
+}
+
+static bool make_qp(HxDev *d, unsigned slot, uint8_t type, bool srq)
+{
+    return create_qp(d, &d->drv.qp[slot], type, srq);
 }
 
 /*
@@ -539,6 +543,41 @@ static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
 }
 
 #undef M
+
+/*
+ * One more UD QP on @d (on the SRQ if @srq), as the setup makes them: with
+ * @rts, in the first free slot of the driver's table after the setup's
+ * QPs, taken to RTS with the Q_Key HX_QKEY, sending to the peer's UD QP
+ * (NULL if the table is full or CREATE_QP failed); else outside the
+ * table, left in RESET (NULL).  Its QPN in *qpn if CREATE_QP worked
+ */
+HxQp *hx_drv_make_ud(HxDev *d, bool srq, bool rts, uint32_t *qpn)
+{
+    static HxQp spare;
+    HxDev *peer = &d->pair->dev[!d->idx];
+    HxQp *qp = &spare;
+    unsigned i;
+
+    for (i = HX_QP_SETUP; rts && qp == &spare; i++) {
+        if (i == HX_MAX_QPS) {
+            return NULL;
+        }
+        if (!d->drv.qp[i].valid) {
+            qp = &d->drv.qp[i];
+        }
+    }
+    if (!create_qp(d, qp, QHCA_QPT_UD, srq)) {
+        qp->valid = false;
+        return NULL;
+    }
+    *qpn = qp->qpn;
+    if (!rts) {
+        qp->valid = false;
+        return NULL;
+    }
+    ud_to_rts(d, qp, &peer->drv.qp[HX_QP_UD]);
+    return qp;
+}
 
 /* Both devices set up, RC and UC QPs connected, UD QPs in RTS, events armed */
 bool hx_pair_setup(HxPair *p)

@@ -327,6 +327,7 @@ bool hx_connect_rc(HxDev *a, HxQp *qa, HxDev *b, HxQp *qb,
 bool hx_connect_loopback(HxDev *d, const HxConnOpts *o);
 bool hx_connect_uc_loopback(HxDev *d, const HxConnOpts *o);
 HxQp *hx_drv_qp(HxDev *d, unsigned sel);
+HxQp *hx_drv_make_ud(HxDev *d, bool srq, bool rts, uint32_t *qpn);
 void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
                    uint32_t qpn, const HxRing *sq, const HxRing *rq);
 struct qhca_sge hx_sge(const HxMr *m, uint64_t off, uint32_t len);

@@ -85,6 +85,66 @@ static void ud_send(HxDev *from, HxDev *to, uint32_t ahn, uint64_t send_off,
     hx_post_send(from, qs, &w, &s, 1, NULL, 0, true);
 }
 
+static bool mcast_attach(HxDev *d, uint32_t qpn, const uint8_t *gid)
+{
+    struct qhca_cmd_mcast m = { 0 };
+
+    m.qpn = cpu_to_le32(qpn);
+    memcpy(m.gid, gid, 16);
+    return hx_cmd(d, QHCA_CMD_ATTACH_MCAST, &m, sizeof(m), NULL) ==
+           QHCA_CMD_OK;
+}
+
+/*
+ * UD multicast: B's UD QP, a second UD QP of B and A's own UD QP attached
+ * to 239.1.2.3; A sends 100 bytes through an AH to the group: each of the
+ * three receives them (A's looped back) into its own receive buffer, the
+ * grants of which are each QP's RECV
+ */
+static bool mcast_fanout(HxDev *a, HxDev *b)
+{
+    struct qhca_cmd_create_ah ah = { 0 };
+    HxQp *qa = &a->drv.qp[HX_QP_UD], *qb = &b->drv.qp[HX_QP_UD], *qb2;
+    struct qhca_sge s = hx_sge(&a->drv.mr, 0x30000, 100), r[3];
+    struct qhca_send_wqe w = hx_wqe(QHCA_WQE_SEND, 0xd0);
+    uint32_t qpn, ahn = 0;
+    bool ok;
+
+    hx_gid_ipv4(ah.dgid, 0xef010203);
+    qb2 = hx_drv_make_ud(b, false, true, &qpn);
+    ok = qb2 && mcast_attach(b, qb->qpn, ah.dgid) &&
+         mcast_attach(b, qb2->qpn, ah.dgid) &&
+         mcast_attach(a, qa->qpn, ah.dgid);
+    ah.pdn = cpu_to_le32(a->drv.pdn);
+    ah.hop_limit = 64;
+    ok = ok && hx_cmd(a, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), &ahn) ==
+         QHCA_CMD_OK;
+    if (!ok) {
+        return false;
+    }
+    fill(a, a->drv.mr.mem + 0x30000, 100, 6);
+    r[0] = hx_sge(&b->drv.mr, 0x300000, 40 + 100);
+    r[1] = hx_sge(&b->drv.mr, 0x310000, 40 + 100);
+    r[2] = hx_sge(&a->drv.mr, 0x320000, 40 + 100);
+    hx_post_recv(b, qb, 0xd1, &r[0], 1, true);
+    hx_post_recv(b, qb2, 0xd2, &r[1], 1, true);
+    hx_post_recv(a, qa, 0xd3, &r[2], 1, true);
+    w.ud.ahn = cpu_to_le32(ahn);
+    w.ud.remote_qpn = cpu_to_le32(QHCA_MCAST_QPN);
+    w.ud.remote_qkey = cpu_to_le32(HX_QKEY);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    return cqe_is(a, qa, 0xd0, QHCA_CQE_SUCCESS) &&
+           cqe_is(b, qb, 0xd1, QHCA_CQE_SUCCESS) &&
+           cqe_is(b, qb2, 0xd2, QHCA_CQE_SUCCESS) &&
+           cqe_is(a, qa, 0xd3, QHCA_CQE_SUCCESS) &&
+           same(a, a->drv.mr.mem + 0x30000, b,
+                b->drv.mr.mem + 0x300000 + 40, 100) &&
+           same(a, a->drv.mr.mem + 0x30000, b,
+                b->drv.mr.mem + 0x310000 + 40, 100) &&
+           same(a, a->drv.mr.mem + 0x30000, a,
+                a->drv.mr.mem + 0x320000 + 40, 100);
+}
+
 int main(void)
 {
     static HxPair pair;
@@ -194,6 +254,9 @@ int main(void)
                         100),
                    "ipv6: ud send, the IPv6 header in the GRH area");
         }
+
+        report(mcast_fanout(a, b), "ud multicast: two QPs on the peer, one "
+               "looped back");
 
         /* Loopback on A: its two RC QPs connected, UD to itself */
         report(hx_connect_loopback(a, &hx_default_conn), "loopback connect");
