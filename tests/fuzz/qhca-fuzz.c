@@ -1080,26 +1080,32 @@ static uint32_t frame_hdr(const FzFrame *fa, QhcaRoceHdr *hp)
     return plen;
 }
 
+/* Build FRAME's frame @h with @plen bytes of frame_payload and inject it */
+static void frame_send(const FzFrame *a, const QhcaRoceHdr *h, uint32_t plen)
+{
+    int len = qhca_roce_build(frame_buf, sizeof(frame_buf), h, frame_payload,
+                              plen);
+
+    if (len <= 0) {
+        return;
+    }
+    if (a->flags & 8) {
+        frame_buf[len - 1] ^= 0x5a;          /* a bad ICRC */
+    }
+    hx_wire_inject(&pair, dev_sel(a->to)->idx, frame_buf, len);
+}
+
 static void op_frame(Fz *f)
 {
     FzFrame a;
     QhcaRoceHdr h;
     uint32_t plen;
-    int len;
 
     if (!take(f, &a, sizeof(a))) {
         return;
     }
     plen = frame_hdr(&a, &h);
-    len = qhca_roce_build(frame_buf, sizeof(frame_buf), &h, frame_payload,
-                          plen);
-    if (len <= 0) {
-        return;
-    }
-    if (a.flags & 8) {
-        frame_buf[len - 1] ^= 0x5a;
-    }
-    hx_wire_inject(&pair, dev_sel(a.to)->idx, frame_buf, len);
+    frame_send(&a, &h, plen);
 }
 
 /*
@@ -2060,7 +2066,6 @@ static void op_mframe(Fz *f)
     HxDev *to, *from;
     uint8_t gid[16];
     uint32_t plen, val;
-    int len;
 
     if (!take(f, &a, sizeof(a)) || !take(f, &b, sizeof(b))) {
         return;
@@ -2118,15 +2123,7 @@ static void op_mframe(Fz *f)
         h.dest_qp = 0x7fffff;
         break;
     }
-    len = qhca_roce_build(frame_buf, sizeof(frame_buf), &h, frame_payload,
-                          plen);
-    if (len <= 0) {
-        return;
-    }
-    if (a.flags & 8) {
-        frame_buf[len - 1] ^= 0x5a;
-    }
-    hx_wire_inject(&pair, to->idx, frame_buf, len);
+    frame_send(&a, &h, plen);
 }
 
 static void run_op(Fz *f, uint8_t op)
