@@ -1436,30 +1436,34 @@ static int cmd_query_cq(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
+/* Where each counter of enum qhca_stat is kept */
+static const size_t qhca_stat_field[QHCA_STAT_NUM] = {
+#define F(n, f) [QHCA_STAT_##n] = offsetof(QhcaCore, stat_##f)
+    F(TX_FRAMES, tx_frames), F(RX_FRAMES, rx_frames),
+    F(RX_DROPPED, rx_dropped), F(RX_BAD_ICRC, rx_bad_icrc),
+    F(RETRANSMITS, retransmits), F(GUEST_ERRORS, guest_errors),
+    F(LOOPBACK, loopback), F(LOOP_DROPPED, loop_dropped),
+    F(TX_BYTES, tx_bytes), F(RX_BYTES, rx_bytes),
+    F(NAKS_SENT, naks_sent), F(NAKS_RCVD, naks_rcvd),
+    F(RNR_NAKS_SENT, rnr_naks_sent), F(RNR_NAKS_RCVD, rnr_naks_rcvd),
+    F(SEQ_ERRORS, seq_errors), F(DUP_REQUESTS, dup_requests),
+    F(TIMEOUTS, timeouts), F(RETRY_EXCEEDED, retry_exceeded),
+    F(RNR_RETRY_EXCEEDED, rnr_retry_exceeded),
+#undef F
+};
+
+/* The registers STAT_* are the low halves of the first counters, in order */
+QEMU_BUILD_BUG_ON(QHCA_REG_STAT_LOOP_DROPPED - QHCA_REG_STAT_TX_FRAMES !=
+                  4 * QHCA_STAT_LOOP_DROPPED);
+
+static uint64_t qhca_stat(const QhcaCore *c, unsigned i)
+{
+    return *(const uint64_t *)((const char *)c + qhca_stat_field[i]);
+}
+
 /* The counters in enum qhca_stat order */
 static int cmd_query_stats(QhcaCore *c, QhcaCmdCtx *x)
 {
-    const uint64_t v[QHCA_STAT_NUM] = {
-        [QHCA_STAT_TX_FRAMES] = c->stat_tx_frames,
-        [QHCA_STAT_RX_FRAMES] = c->stat_rx_frames,
-        [QHCA_STAT_RX_DROPPED] = c->stat_rx_dropped,
-        [QHCA_STAT_RX_BAD_ICRC] = c->stat_rx_bad_icrc,
-        [QHCA_STAT_RETRANSMITS] = c->stat_retransmits,
-        [QHCA_STAT_GUEST_ERRORS] = c->stat_guest_errors,
-        [QHCA_STAT_LOOPBACK] = c->stat_loopback,
-        [QHCA_STAT_LOOP_DROPPED] = c->stat_loop_dropped,
-        [QHCA_STAT_TX_BYTES] = c->stat_tx_bytes,
-        [QHCA_STAT_RX_BYTES] = c->stat_rx_bytes,
-        [QHCA_STAT_NAKS_SENT] = c->stat_naks_sent,
-        [QHCA_STAT_NAKS_RCVD] = c->stat_naks_rcvd,
-        [QHCA_STAT_RNR_NAKS_SENT] = c->stat_rnr_naks_sent,
-        [QHCA_STAT_RNR_NAKS_RCVD] = c->stat_rnr_naks_rcvd,
-        [QHCA_STAT_SEQ_ERRORS] = c->stat_seq_errors,
-        [QHCA_STAT_DUP_REQUESTS] = c->stat_dup_requests,
-        [QHCA_STAT_TIMEOUTS] = c->stat_timeouts,
-        [QHCA_STAT_RETRY_EXCEEDED] = c->stat_retry_exceeded,
-        [QHCA_STAT_RNR_RETRY_EXCEEDED] = c->stat_rnr_retry_exceeded,
-    };
     uint32_t first = le32_to_cpu(x->cmd->query_stats.first);
     unsigned i;
 
@@ -1468,7 +1472,7 @@ static int cmd_query_stats(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_PARAM;
     }
     for (i = first; i < QHCA_STAT_NUM; i++) {
-        x->reply.stats[i - first] = cpu_to_le64(v[i]);
+        x->reply.stats[i - first] = cpu_to_le64(qhca_stat(c, i));
     }
     x->resp = x->reply.stats;
     x->resp_size = (QHCA_STAT_NUM - first) * sizeof(x->reply.stats[0]);
@@ -2190,6 +2194,10 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
     QhcaQueueRegs q;
     unsigned field;
 
+    if (addr >= QHCA_REG_STAT_TX_FRAMES &&
+        addr <= QHCA_REG_STAT_LOOP_DROPPED && !(addr & 3)) {
+        return (uint32_t)qhca_stat(c, (addr - QHCA_REG_STAT_TX_FRAMES) / 4);
+    }
     switch (addr) {
     case QHCA_REG_VERSION:
         return QHCA_VERSION;
@@ -2211,22 +2219,6 @@ uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr)
         return c->ops->link_up(c->opaque) ? QHCA_LINK_UP : 0;
     case QHCA_REG_FATAL_CODE:
         return c->fatal_code;
-    case QHCA_REG_STAT_TX_FRAMES:
-        return (uint32_t)c->stat_tx_frames;
-    case QHCA_REG_STAT_RX_FRAMES:
-        return (uint32_t)c->stat_rx_frames;
-    case QHCA_REG_STAT_RX_DROPPED:
-        return (uint32_t)c->stat_rx_dropped;
-    case QHCA_REG_STAT_RX_BAD_ICRC:
-        return (uint32_t)c->stat_rx_bad_icrc;
-    case QHCA_REG_STAT_RETRANSMITS:
-        return (uint32_t)c->stat_retransmits;
-    case QHCA_REG_STAT_GUEST_ERRORS:
-        return (uint32_t)c->stat_guest_errors;
-    case QHCA_REG_STAT_LOOPBACK:
-        return (uint32_t)c->stat_loopback;
-    case QHCA_REG_STAT_LOOP_DROPPED:
-        return (uint32_t)c->stat_loop_dropped;
     default:
         break;
     }

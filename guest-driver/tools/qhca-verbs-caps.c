@@ -196,23 +196,32 @@ static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_destroy_cq(cq);
 }
 
-/* Write @len bytes of @src to @dst's rkey through @qp; the completion status */
-static int loop_write(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
-		      struct ibv_mr *dst, void *dst_addr, uint32_t len)
+/* Post a signaled WRITE of @len bytes of @src to @addr in @dst */
+static int post_write(struct ibv_qp *qp, struct ibv_mr *src,
+		      struct ibv_mr *dst, void *addr, uint32_t len,
+		      uint64_t wr_id)
 {
 	struct ibv_sge s = {
 		.addr = (uintptr_t)src->addr, .length = len, .lkey = src->lkey,
 	};
 	struct ibv_send_wr w = {
-		.wr_id = 7, .sg_list = &s, .num_sge = 1,
+		.wr_id = wr_id, .sg_list = &s, .num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)dst_addr,
+		.wr.rdma = { .remote_addr = (uintptr_t)addr,
 			     .rkey = dst->rkey },
 	}, *bad;
+
+	return ibv_post_send(qp, &w, &bad);
+}
+
+/* Write @len bytes of @src to @dst's rkey through @qp; the completion status */
+static int loop_write(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
+		      struct ibv_mr *dst, void *dst_addr, uint32_t len)
+{
 	struct ibv_wc wc;
 	int i, n = 0;
 
-	if (ibv_post_send(qp, &w, &bad))
+	if (post_write(qp, src, dst, dst_addr, len, 7))
 		return -1;
 	for (i = 0; i < 5000000 && n == 0; i++)
 		n = ibv_poll_cq(cq, 1, &wc);
@@ -292,22 +301,11 @@ static void check_rereg(struct ibv_context *ctx, struct ibv_pd *pd, int gidx,
 static int post_writes(struct ibv_qp *qp, struct ibv_mr *src,
 		       struct ibv_mr *dst, uint64_t first, int n)
 {
-	struct ibv_sge s = {
-		.addr = (uintptr_t)src->addr, .length = 64, .lkey = src->lkey,
-	};
-	struct ibv_send_wr w = {
-		.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)dst->addr,
-			     .rkey = dst->rkey },
-	}, *bad;
 	int i;
 
-	for (i = 0; i < n; i++) {
-		w.wr_id = first + i;
-		if (ibv_post_send(qp, &w, &bad))
+	for (i = 0; i < n; i++)
+		if (post_write(qp, src, dst, dst->addr, 64, first + i))
 			return -1;
-	}
 	return 0;
 }
 
