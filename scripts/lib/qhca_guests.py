@@ -37,7 +37,7 @@ KERNEL = os.path.join(BUILD, "kernel", "vmlinuz")
 IMAGE = os.path.join(BUILD, "image", "initramfs.cpio.gz")
 QEMU_PYTHON = os.path.join(BUILD, "src", "qemu", "python")
 GUEST_LOCK = os.path.join(BUILD, ".guest-run.lock")
-KVM_PROBE = os.path.join(BUILD, "kvm-probe")
+KVM_PROBE = os.environ.get("QHCA_KVM_PROBE", os.path.join(BUILD, "kvm-probe"))
 
 
 def log(msg):
@@ -185,30 +185,30 @@ def kvm_usable():
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
-def probe_state():
-    """'ok', 'fail' or 'unknown': scripts/launch's cached KVM probe."""
+def probe_state(path=None):
+    """'ok', 'fail' or 'unknown': the cached KVM probe in PATH (KVM_PROBE)."""
     try:
-        with open(KVM_PROBE, encoding="utf-8") as f:
+        with open(path or KVM_PROBE, encoding="utf-8") as f:
             s, k = f.read().split()[:2]
     except (OSError, ValueError):
         return "unknown"
     return s if k == os.uname().release else "unknown"
 
 
-def record_probe(state, reason):
-    with open(KVM_PROBE, "w", encoding="utf-8") as f:
+def record_probe(state, reason, path=None):
+    with open(path or KVM_PROBE, "w", encoding="utf-8") as f:
         f.write(f"{state} {os.uname().release} "
                 f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {reason}\n")
 
 
-def choose_accel(accel):
+def choose_accel(accel, probe=None):
     if accel == "tcg":
         return "tcg"
     if accel == "kvm":
         if not kvm_usable():
             raise RuntimeError("--accel kvm: /dev/kvm is not usable")
         return "kvm"
-    return "kvm" if kvm_usable() and probe_state() != "fail" else "tcg"
+    return "kvm" if kvm_usable() and probe_state(probe) != "fail" else "tcg"
 
 
 class GuestRun:
@@ -230,7 +230,7 @@ class GuestRun:
                  add=(), directory=None, timeout=600, ready_timeout=None,
                  accel="auto", append="", mem=1024, image=IMAGE,
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
-                 mtu=None, wire=None, nice=False):
+                 mtu=None, wire=None, nice=False, kvm_probe=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -247,6 +247,8 @@ class GuestRun:
         self.ready_timeout = ready_timeout
         self.accel_wanted = accel
         self.accel = None
+        # where "auto" keeps what it learnt of KVM on this host (KVM_PROBE)
+        self.kvm_probe = kvm_probe or KVM_PROBE
         self.append = append
         self.mem = mem
         self.image = image
@@ -387,7 +389,7 @@ class GuestRun:
     def exec_interactive(self):
         """Replace this process by QEMU running guest 1 with its serial
         console (and QEMU's monitor: Ctrl-A C) on this terminal."""
-        accel = choose_accel(self.accel_wanted)
+        accel = choose_accel(self.accel_wanted, self.kvm_probe)
         self._write_initrd(1)
         args = [self.qemu_bin, *self.qemu_args(1, accel, serial="mon:stdio"),
                 "-display", "none"]
@@ -465,7 +467,21 @@ class GuestRun:
         self._start_networks()
         try:
             for i in range(1, self.n + 1):
-                self._start_guest(i, accel)
+                try:
+                    self._start_guest(i, accel)
+                except Exception as e:  # pylint: disable=broad-except
+                    # qemu.machine raises when QEMU dies before QMP answers:
+                    # under KVM that is the host's KVM failing (an MSR QEMU
+                    # cannot set under nested KVM aborts it), which "auto"
+                    # falls back from; under TCG it is an error
+                    if accel != "kvm":
+                        raise
+                    why = " | ".join(
+                        l.strip() for l in str(e).splitlines()
+                        if "qemu-system-x86_64:" in l or "Exit code" in l)[:300]
+                    self.kvm_failure = (f"guest{i}: QEMU did not start under KVM "
+                                        f"({type(e).__name__}{': ' + why if why else ''})")
+                    return "kvm-failed"
             log(f"booting {self.n} guest(s) under {accel}: logs in {self.dir}")
             deadline = None
             while True:
@@ -496,8 +512,10 @@ class GuestRun:
                     break
                 if len(self.ready) == self.n and deadline is None:
                     deadline = t + self.timeout + 150
-                    if accel == "kvm" and self.accel_wanted == "auto" and probe_state() != "ok":
-                        record_probe("ok", f"guests reached the ready marker in {t:.1f}s")
+                    if (accel == "kvm" and self.accel_wanted == "auto"
+                            and probe_state(self.kvm_probe) != "ok"):
+                        record_probe("ok", f"guests reached the ready marker in {t:.1f}s",
+                                     self.kvm_probe)
                 if len(self.ready) < self.n and t > rt:
                     for i in range(1, self.n + 1):
                         if i not in self.ready:
@@ -524,7 +542,7 @@ class GuestRun:
         ran its script with exit code 0. on_line(i, line) gets every console
         line as it comes; on_tick(run) is called about four times a second."""
         os.makedirs(self.dir, exist_ok=True)
-        accel = choose_accel(self.accel_wanted)
+        accel = choose_accel(self.accel_wanted, self.kvm_probe)
         # SIGTERM stops the guests too (the finally of _boot_and_watch)
         old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         try:
@@ -543,8 +561,8 @@ class GuestRun:
                     p = os.path.join(self.dir, f"guest{i}.{suffix}")
                     if os.path.exists(p):
                         os.replace(p, os.path.join(self.dir, f"guest{i}.kvm-failed.{suffix}"))
-            record_probe("fail", self.kvm_failure)
-            log(f"recorded in {KVM_PROBE}; redoing the run under TCG")
+            record_probe("fail", self.kvm_failure, self.kvm_probe)
+            log(f"recorded in {self.kvm_probe}; redoing the run under TCG")
             accel = "tcg"
             self._boot_and_watch(accel, on_line, on_tick)
         self.accel = accel
