@@ -1556,6 +1556,70 @@ static int cmd_query_srq(QhcaCore *c, QhcaCmdCtx *x)
     return QHCA_CMD_OK;
 }
 
+/*
+ * RESIZE_SRQ: the SRQ moves to a new ring of the same stride.  The WQEs
+ * posted and not yet taken (ci to pi) keep their free-running indices and
+ * are copied from slot i % old depth to slot i % new depth, so completions
+ * of WQEs taken before (which name their index) stay right for software.
+ * A QP that has taken a WQE holds a copy of it (wr_id and SGEs) and never
+ * reads the ring again for it; commands run between the engine's loops, so
+ * nothing holds the old ring's page list when it is freed.  The old ring
+ * stays in use if anything fails.
+ */
+static int cmd_resize_srq(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_resize_srq *p = &x->cmd->resize_srq;
+    uint32_t srqn = le32_to_cpu(p->srqn);
+    QhcaSrq *srq = LOOKUP(c, srq, srqn);
+    uint8_t wqe[1u << QHCA_WQE_MAX_LOG_STRIDE];
+    QhcaRing nr = { 0 };
+    uint32_t stride;
+    uint16_t n, i;
+    int ret;
+
+    if (!srq) {
+        QHCA_GUEST_ERROR(c, resize_srq_no_such_srq, srqn);
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (p->reserved[0] || p->reserved[1] || p->reserved[2] ||
+        p->log_depth < 1 || p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
+        srq->limit >= (1u << p->log_depth)) {
+        QHCA_GUEST_ERROR(c, resize_srq_bad_depth_limit, p->log_depth);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = srq->ring.pi - srq->ring.ci;
+    if (n > (1u << p->log_depth)) {
+        QHCA_GUEST_ERROR(c, resize_srq_smaller_than_wqes_posted, n);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    ret = qhca_ring_init(c, &nr, &p->mem, p->log_depth, srq->ring.log_stride);
+    if (ret) {
+        return ret;
+    }
+    nr.ci = srq->ring.ci;
+    nr.pi = srq->ring.pi;
+    stride = 1u << srq->ring.log_stride;
+    assert(stride <= sizeof(wqe));
+    for (i = 0; i < n; i++) {
+        uint16_t idx = srq->ring.ci + i;
+        uint64_t from, to;
+
+        if (!qhca_ring_entry_addr(&srq->ring, idx, &from) ||
+            !qhca_ring_entry_addr(&nr, idx, &to) ||
+            !dma_read(c, from, wqe, stride) ||
+            !dma_write(c, to, wqe, stride)) {
+            QHCA_GUEST_ERROR(c, resize_srq_copy_failed, idx);
+            qhca_pages_free(c, &nr.mem);
+            return QHCA_CMD_ERR_DMA;
+        }
+    }
+    qhca_pages_free(c, &srq->ring.mem);
+    srq->ring = nr;
+    trace_qhca_resize_srq(srqn, 1u << nr.log_depth, n);
+    x->result = n;
+    return QHCA_CMD_OK;
+}
+
 static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_ah *p = &x->cmd->create_ah;
@@ -1730,6 +1794,8 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
     case QHCA_CMD_DESTROY_SRQ:
         return cmd_destroy(c, x, (void **)c->srq, QHCA_MAX_SRQ,
                            offsetof(QhcaSrq, refs), qhca_free_srq);
+    case QHCA_CMD_RESIZE_SRQ:
+        return cmd_resize_srq(c, x);
     case QHCA_CMD_CREATE_AH:
         return cmd_create_ah(c, x);
     case QHCA_CMD_DESTROY_AH:

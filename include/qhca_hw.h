@@ -231,6 +231,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_RESIZE_CQ		= 0x1c,	/* result: CQEs carried over */
 	QHCA_CMD_ATTACH_MCAST		= 0x1d,	/* struct qhca_cmd_mcast */
 	QHCA_CMD_DETACH_MCAST		= 0x1e,	/* struct qhca_cmd_mcast */
+	QHCA_CMD_RESIZE_SRQ		= 0x1f,	/* result: WQEs carried over */
 	QHCA_CMD_MAX
 };
 
@@ -468,6 +469,18 @@ struct qhca_cmd_modify_srq {
 	qhca_le32 limit;		/* arms the limit event; < depth */
 };
 
+/*
+ * RESIZE_SRQ: the SRQ's new ring, of the same stride.  The WQEs posted and
+ * not yet taken keep their free-running indices: WQE i moves from slot
+ * i % old depth to slot i % new depth
+ */
+struct qhca_cmd_resize_srq {
+	qhca_le32 srqn;
+	qhca_u8 log_depth;		/* room for the WQEs not yet taken; > limit */
+	qhca_u8 reserved[3];		/* 0 */
+	struct qhca_pbl_desc mem;	/* depth << log_stride bytes */
+};
+
 struct qhca_srq_attr {
 	qhca_le32 depth;
 	qhca_le32 limit;		/* 0 once the limit event fired */
@@ -525,6 +538,7 @@ struct qhca_cmd {
 		struct qhca_cmd_rereg_mr rereg_mr;
 		struct qhca_cmd_resize_cq resize_cq;
 		struct qhca_cmd_mcast mcast;
+		struct qhca_cmd_resize_srq resize_srq;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);
