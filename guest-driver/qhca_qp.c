@@ -354,6 +354,25 @@ static int qhca_qp_av(struct qhca_dev *dev, const struct rdma_ah_attr *ah,
 	return 0;
 }
 
+static int qhca_ib_access(u32 access)
+{
+	int ib = 0;
+
+	if (access & QHCA_ACCESS_LOCAL_WRITE)
+		ib |= IB_ACCESS_LOCAL_WRITE;
+	if (access & QHCA_ACCESS_REMOTE_WRITE)
+		ib |= IB_ACCESS_REMOTE_WRITE;
+	if (access & QHCA_ACCESS_REMOTE_READ)
+		ib |= IB_ACCESS_REMOTE_READ;
+	if (access & QHCA_ACCESS_REMOTE_ATOMIC)
+		ib |= IB_ACCESS_REMOTE_ATOMIC;
+#ifdef QHCA_HAVE_FLUSH
+	if (access & QHCA_ACCESS_FLUSH_GLOBAL)
+		ib |= IB_ACCESS_FLUSH_GLOBAL;
+#endif
+	return ib;
+}
+
 /* Translate the consumer's attributes; returns the device's mask */
 static int qhca_qp_attr_to_hw(struct qhca_dev *dev, struct qhca_qp *qp,
 			      const struct ib_qp_attr *attr, int mask,
@@ -392,6 +411,11 @@ static int qhca_qp_attr_to_hw(struct qhca_dev *dev, struct qhca_qp *qp,
 	a->qp_state = next;
 	a->cur_qp_state = attr->cur_qp_state;
 	a->en_sqd_async_notify = attr->en_sqd_async_notify;
+	/* rights the device cannot honour (flush to persistence) */
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    qhca_ib_access(qhca_access(attr->qp_access_flags)) !=
+	    attr->qp_access_flags)
+		return -EOPNOTSUPP;
 	a->access_flags = cpu_to_le32(qhca_access(attr->qp_access_flags));
 	a->qkey = cpu_to_le32(attr->qkey);
 	if (mask & IB_QP_AV) {
@@ -546,21 +570,6 @@ int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 out:
 	mutex_unlock(&qp->state_lock);
 	return ret;
-}
-
-static int qhca_ib_access(u32 access)
-{
-	int ib = 0;
-
-	if (access & QHCA_ACCESS_LOCAL_WRITE)
-		ib |= IB_ACCESS_LOCAL_WRITE;
-	if (access & QHCA_ACCESS_REMOTE_WRITE)
-		ib |= IB_ACCESS_REMOTE_WRITE;
-	if (access & QHCA_ACCESS_REMOTE_READ)
-		ib |= IB_ACCESS_REMOTE_READ;
-	if (access & QHCA_ACCESS_REMOTE_ATOMIC)
-		ib |= IB_ACCESS_REMOTE_ATOMIC;
-	return ib;
 }
 
 int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
@@ -804,6 +813,12 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 		if (qhca_wqe_reg_mr(reg_wr(wr), wqe))
 			return -EINVAL;
 		break;
+#ifdef QHCA_HAVE_FLUSH
+	case IB_WR_FLUSH:
+	case IB_WR_ATOMIC_WRITE:
+		/* user QPs only (the provider); no kernel user asks */
+		return -EOPNOTSUPP;
+#endif
 	default:
 		return -EINVAL;
 	}

@@ -74,11 +74,25 @@ u32 qhca_access(int ib_access)
 		access |= QHCA_ACCESS_REMOTE_READ;
 	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
 		access |= QHCA_ACCESS_REMOTE_ATOMIC;
+#ifdef QHCA_HAVE_FLUSH
+	if (ib_access & IB_ACCESS_FLUSH_GLOBAL)
+		access |= QHCA_ACCESS_FLUSH_GLOBAL;
+#endif
 	return access;
 }
 
+/*
+ * IB_ACCESS_FLUSH_PERSISTENT is never granted: the core refuses it (with
+ * EOPNOTSUPP) since IB_DEVICE_FLUSH_PERSISTENT is not offered
+ */
+#ifdef QHCA_HAVE_FLUSH
+#define QHCA_ACCESS_FLUSH	IB_ACCESS_FLUSH_GLOBAL
+#else
+#define QHCA_ACCESS_FLUSH	0
+#endif
 #define QHCA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 QHCA_ACCESS_FLUSH)
 
 static u32 qhca_next_key_variant(struct qhca_dev *dev)
 {
@@ -117,6 +131,15 @@ static int qhca_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_PORT_ACTIVE_EVENT;
 	if (dev->caps & QHCA_CAP_FRMR)
 		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/* user SRQs only: kernel SRQs keep their size (qhca_modify_srq()) */
+	if (dev->caps & QHCA_CAP_SRQ)
+		attr->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+#ifdef QHCA_HAVE_FLUSH
+	if (dev->caps & QHCA_CAP_ATOMIC_WRITE)
+		attr->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
+	if (dev->caps & QHCA_CAP_FLUSH_GLOBAL)
+		attr->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+#endif
 	attr->max_send_sge = min_t(u32, le32_to_cpu(a->max_sge),
 				   QHCA_MAX_SGE);
 	attr->max_recv_sge = attr->max_send_sge;

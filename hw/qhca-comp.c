@@ -346,7 +346,9 @@ static bool comp_atomic_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     QhcaWqeState *st = req_head_rd(qp, &idx);
     uint64_t orig;
 
-    if (!st || st->opcode == QHCA_WQE_RDMA_READ || h->psn != st->first_psn) {
+    if (!st || (st->opcode != QHCA_WQE_ATOMIC_CMP_AND_SWP &&
+                st->opcode != QHCA_WQE_ATOMIC_FETCH_AND_ADD) ||
+        h->psn != st->first_psn) {
         return false;
     }
     /* everything before it is acknowledged too */
@@ -363,6 +365,28 @@ static bool comp_atomic_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     return true;
 }
 
+/*
+ * The answer to the FLUSH or ATOMIC WRITE at the head of the outstanding
+ * READs/atomics: one READ RESPONSE ONLY at its PSN without payload
+ */
+static bool comp_empty_read_resp(QhcaCore *c, QhcaQp *qp,
+                                 const QhcaRocePkt *pkt, QhcaWqeState *st)
+{
+    const QhcaRoceHdr *h = &pkt->hdr;
+
+    if (h->opcode != QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
+        h->psn != st->first_psn || pkt->payload_len) {
+        trace_qhca_rx_drop(pkt->frame_len,
+                           "not the answer to the FLUSH/ATOMIC WRITE");
+        return false;
+    }
+    req_acked(c, qp, psn_add(h->psn, -1));
+    st->resp_done = true;
+    st->next_resp_psn = psn_add(h->psn, 1);
+    req_acked(c, qp, h->psn);
+    return true;
+}
+
 /* A READ response packet: stored in order, a gap asks again */
 static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                            const uint8_t *frame)
@@ -373,6 +397,9 @@ static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     QhcaWqeState *st = req_head_rd(qp, &idx);
     bool end;
 
+    if (st && is_empty_read_answered(st->opcode)) {
+        return comp_empty_read_resp(c, qp, pkt, st);
+    }
     if (!st || st->opcode != QHCA_WQE_RDMA_READ ||
         psn_diff(h->psn, st->first_psn) < 0 ||
         psn_diff(h->psn, st->last_psn) > 0) {

@@ -463,6 +463,15 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
     return mr;
 }
 
+/* The MR of @key as a whole (RDMA FLUSH of a region): no range to check */
+QhcaMr *qhca_mr_check_key(QhcaCore *c, uint32_t key, uint32_t pdn,
+                          uint32_t access)
+{
+    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+
+    return qhca_mr_check(c, key, pdn, access, mr ? mr->iova : 0, 0);
+}
+
 /* Copy between @buf and [addr, addr + len) of @mr, already bounds-checked */
 bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
                 uint64_t len, bool write)
@@ -619,7 +628,8 @@ typedef struct QhcaCmdCtx {
 /* What the device does: QUERY_DEVICE's caps and register CAPS */
 #define QHCA_CORE_CAPS (QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ | \
                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR | QHCA_CAP_UC | \
-                        QHCA_CAP_MCAST)
+                        QHCA_CAP_MCAST | QHCA_CAP_ATOMIC_WRITE | \
+                        QHCA_CAP_FLUSH_GLOBAL)
 
 static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
 {

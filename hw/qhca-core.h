@@ -303,6 +303,8 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);
 QhcaQp *qhca_core_qp(QhcaCore *c, uint32_t qpn);
 QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
                       uint32_t access, uint64_t addr, uint64_t len);
+QhcaMr *qhca_mr_check_key(QhcaCore *c, uint32_t key, uint32_t pdn,
+                          uint32_t access);
 bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
                 uint64_t len, bool write);
 int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,

@@ -29,7 +29,7 @@
 #define QHCA_TX_BUDGET          512     /* packets per QP per run */
 #define QHCA_KICK_BUDGET        16      /* packets sent by a doorbell itself */
 /* The longest message (IBA: 2^31 bytes); longer RETH lengths are invalid */
-#define QHCA_MAX_MSG_BYTES      (1ULL << 31)
+#define QHCA_MAX_MSG_BYTES      QHCA_MAX_MSG_SIZE
 #define QHCA_MIN_TIMEOUT_NS     (1 * 1000 * 1000)
 /*
  * Early retransmission (see qhca_comp_timer()): the first after an RTO
@@ -238,10 +238,22 @@ static inline void qp_schedule(QhcaCore *c)
     c->ops->schedule(c->opaque);
 }
 
+/*
+ * WQEs the responder answers with data and for which it holds a resource:
+ * READ, the atomics, and FLUSH and ATOMIC WRITE (one request packet each,
+ * answered by one READ response without payload)
+ */
 static inline bool is_rd_atomic(uint8_t op)
 {
     return op == QHCA_WQE_RDMA_READ || op == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
-           op == QHCA_WQE_ATOMIC_FETCH_AND_ADD;
+           op == QHCA_WQE_ATOMIC_FETCH_AND_ADD || op == QHCA_WQE_FLUSH ||
+           op == QHCA_WQE_ATOMIC_WRITE;
+}
+
+/* FLUSH and ATOMIC WRITE: answered by an empty READ RESPONSE ONLY */
+static inline bool is_empty_read_answered(uint8_t op)
+{
+    return op == QHCA_WQE_FLUSH || op == QHCA_WQE_ATOMIC_WRITE;
 }
 
 /* Results of qhca_sge_copy() */

@@ -46,6 +46,9 @@ static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
     case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
     case QHCA_WQE_SEND_WITH_INV:
         return qp_is_rc(qp);
+    case QHCA_WQE_FLUSH:
+    case QHCA_WQE_ATOMIC_WRITE:
+        return qp_is_rc(qp);
     case QHCA_WQE_LOCAL_INV:
     case QHCA_WQE_REG_MR:
         return true;
@@ -101,6 +104,23 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
          w->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD) && *len != 8) {
         QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, *len);
         return QHCA_CQE_LOC_LEN_ERR;
+    }
+    if (is_empty_read_answered(w->opcode)) {
+        uint32_t feth = le32_to_cpu(w->rdma.feth);
+        uint32_t level = feth >> QHCA_FLUSH_LEVEL_SHIFT;
+
+        /* what they carry is in the WQE itself; no buffers */
+        if (w->num_sge ||
+            (w->opcode == QHCA_WQE_FLUSH &&
+             (!(feth & QHCA_FLUSH_TYPE_MASK) ||
+              (feth & ~(QHCA_FLUSH_TYPE_MASK |
+                        3u << QHCA_FLUSH_LEVEL_SHIFT)) ||
+              level > QHCA_FLUSH_MR ||
+              le64_to_cpu(w->rdma.compare_add) > QHCA_MAX_MSG_BYTES))) {
+            QHCA_GUEST_ERROR(c, wqe_bad_flush_or_atomic_write, w->opcode);
+            return QHCA_CQE_LOC_QP_OP_ERR;
+        }
+        *len = w->opcode == QHCA_WQE_ATOMIC_WRITE ? 8 : 0;
     }
     if (!qp_is_conn(qp) && *len > 4096) {
         return QHCA_CQE_LOC_LEN_ERR;
@@ -450,6 +470,34 @@ static int rc_send_atomic(QhcaCore *c, QhcaQp *qp,
 }
 
 /*
+ * FLUSH (FETH + RETH of the range) and ATOMIC WRITE (RETH of 8 bytes and
+ * the 8 bytes): one request packet each, answered like a READ
+ */
+static int rc_send_flush_aw(QhcaCore *c, QhcaQp *qp,
+                            const struct qhca_send_wqe *w, QhcaWqeState *st,
+                            QhcaRoceHdr *h, unsigned *budget)
+{
+    uint64_t val = w->rdma.compare_add;     /* the bytes as they are */
+
+    h->psn = st->first_psn;
+    h->ack_req = true;
+    h->reth.va = le64_to_cpu(w->rdma.remote_addr);
+    h->reth.rkey = le32_to_cpu(w->rdma.rkey);
+    if (w->opcode == QHCA_WQE_FLUSH) {
+        h->opcode = QHCA_ROCE_OP_RC_FLUSH;
+        h->feth = le32_to_cpu(w->rdma.feth);
+        h->reth.dma_len = le64_to_cpu(w->rdma.compare_add);
+        qhca_send_simple(c, h, NULL, 0);
+    } else {
+        h->opcode = QHCA_ROCE_OP_RC_ATOMIC_WRITE;
+        h->reth.dma_len = 8;
+        qhca_send_simple(c, h, &val, 8);
+    }
+    req_sent(c, qp, 0, budget, h->psn);
+    return SEND_DONE;
+}
+
+/*
  * After the WQE at req_idx, is there another WQE that will send packets
  * (and so ask for an ACK)?  Not if none is posted, and not if the next is
  * a local operation (LOCAL_INV, REG_MR: its opcode byte is read to know).
@@ -555,6 +603,9 @@ static int rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
     if (w->opcode == QHCA_WQE_RDMA_READ) {
         return rc_send_read(c, qp, w, st, &h, len, budget);
+    }
+    if (is_empty_read_answered(w->opcode)) {
+        return rc_send_flush_aw(c, qp, w, st, &h, budget);
     }
     if (is_rd_atomic(w->opcode)) {
         return rc_send_atomic(c, qp, w, st, &h, budget);

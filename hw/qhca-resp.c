@@ -400,9 +400,13 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     unsigned i, n = ARRAY_SIZE(e->res);
     bool found = false;
 
-    if (pkt->op->flags & QHCA_ROCE_OPF_READ) {
-        /* PSNs of the request, up to the last one executed */
-        uint32_t span = read_npkt(qp, MIN(h->reth.dma_len,
+    if (pkt->op->flags & QHCA_ROCE_OPF_READ_ANSWERED) {
+        /*
+         * PSNs of the request, up to the last one executed; a FLUSH or
+         * ATOMIC WRITE has one, answered again without being executed
+         */
+        uint32_t span = !(pkt->op->flags & QHCA_ROCE_OPF_READ) ? 0 :
+                        read_npkt(qp, MIN(h->reth.dma_len,
                                           QHCA_MAX_MSG_BYTES)) - 1;
         uint32_t last = psn_diff(psn_add(h->psn, span), e->epsn) < 0 ?
                         psn_add(h->psn, span) : psn_add(e->epsn, -1);
@@ -580,8 +584,12 @@ static bool resp_check_length(QhcaCore *c, QhcaQp *qp,
 
     if (pkt->payload_len > qp_mtu(qp) ||
         ((f & QHCA_ROCE_OPF_FIRST) && (f & (QHCA_ROCE_OPF_WRITE |
-                                             QHCA_ROCE_OPF_READ)) &&
-         pkt->hdr.reth.dma_len > QHCA_MAX_MSG_BYTES)) {
+                                             QHCA_ROCE_OPF_READ |
+                                             QHCA_ROCE_OPF_FLUSH)) &&
+         pkt->hdr.reth.dma_len > QHCA_MAX_MSG_BYTES) ||
+        /* ATOMIC WRITE: 8 bytes, said in the RETH and carried (IBA 1.5) */
+        ((f & QHCA_ROCE_OPF_ATOMIC_WRITE) &&
+         (pkt->payload_len != 8 || pkt->hdr.reth.dma_len != 8))) {
         trace_qhca_err_rx_length(qp->qpn, pkt->hdr.psn, pkt->payload_len,
                                  pkt->hdr.reth.dma_len);
         resp_error(c, qp, pkt->hdr.psn, QHCA_ROCE_NAK_INVALID_REQ,
@@ -810,6 +818,111 @@ static void resp_exec_atomic(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     resp_queue_atomic(c, qp, r);
 }
 
+/*
+ * FLUSH and ATOMIC WRITE hold a resource like a READ of nothing: their
+ * answer is one READ RESPONSE ONLY without payload, again for a duplicate
+ */
+static void resp_answer_empty_read(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    r->npkt = 1;
+    e->msn++;
+    e->epsn = psn_add(e->epsn, 1);
+    resp_queue_read(c, qp, r, 0);
+}
+
+/*
+ * RDMA FLUSH (IBA 1.5): what this responder executed before it is in guest
+ * memory already (every request is executed when it arrives, in PSN
+ * order), so global visibility needs only that order; persistence is never
+ * granted (no MR gets QHCA_FLUSH_PERSISTENT rights: there is no persistent
+ * memory behind guest RAM)
+ */
+static void resp_exec_flush(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
+{
+    const QhcaRoceHdr *h = &pkt->hdr;
+    uint32_t type = h->feth & QHCA_FLUSH_TYPE_MASK;
+    uint32_t level = h->feth >> QHCA_FLUSH_LEVEL_SHIFT;
+    const QhcaMr *mr = NULL;
+    QhcaRdRes *r;
+
+    if (!type || level > QHCA_FLUSH_MR ||
+        (type & ~(QHCA_FLUSH_GLOBAL | QHCA_FLUSH_PERSISTENT))) {
+        trace_qhca_rx_drop(pkt->frame_len, "FLUSH: bad FETH");
+        resp_error(c, qp, h->psn, QHCA_ROCE_NAK_INVALID_REQ,
+                   QHCA_EQE_QP_REQ_ERR);
+        return;
+    }
+    if (!(type & QHCA_FLUSH_PERSISTENT) &&
+        (le32_to_cpu(qp->attr.access_flags) & QHCA_ACCESS_FLUSH_GLOBAL)) {
+        mr = level == QHCA_FLUSH_MR ?
+             qhca_mr_check_key(c, h->reth.rkey, qp->pdn,
+                               QHCA_ACCESS_FLUSH_GLOBAL) :
+             qhca_mr_check(c, h->reth.rkey, qp->pdn, QHCA_ACCESS_FLUSH_GLOBAL,
+                           h->reth.va, h->reth.dma_len);
+    } else {
+        trace_qhca_err_key(h->reth.rkey, h->reth.va, h->reth.dma_len,
+                           "FLUSH: persistence, or QP without FLUSH rights");
+    }
+    if (!mr) {
+        resp_error(c, qp, h->psn, QHCA_ROCE_NAK_REMOTE_ACCESS,
+                   QHCA_EQE_QP_ACCESS_ERR);
+        return;
+    }
+    r = res_alloc(c, qp, h->psn, false);
+    if (!r) {
+        return;
+    }
+    /*
+     * Nothing to wait for: the writes before it were done when they came
+     * (QEMU's DMA into guest RAM), and the answer goes out after them
+     */
+    trace_qhca_flush_exec(qp->qpn, h->psn, h->feth, h->reth.va,
+                          h->reth.dma_len);
+    resp_answer_empty_read(c, qp, r);
+}
+
+/*
+ * RDMA ATOMIC WRITE (IBA 1.5): 8 bytes to an 8-byte aligned address with
+ * remote write rights, written by one access after all earlier requests;
+ * answered like a FLUSH
+ */
+static void resp_exec_atomic_write(QhcaCore *c, QhcaQp *qp,
+                                   const QhcaRocePkt *pkt,
+                                   const uint8_t *frame)
+{
+    const QhcaRoceHdr *h = &pkt->hdr;
+    const QhcaMr *mr;
+    QhcaRdRes *r;
+    uint64_t val;
+
+    if (h->reth.va & 7) {
+        trace_qhca_err_key(h->reth.rkey, h->reth.va, 8,
+                           "ATOMIC WRITE: not 8-byte aligned");
+        resp_error(c, qp, h->psn, QHCA_ROCE_NAK_INVALID_REQ,
+                   QHCA_EQE_QP_REQ_ERR);
+        return;
+    }
+    mr = resp_target(c, qp, h->psn, h->reth.rkey, h->reth.va, 8,
+                     QHCA_ACCESS_REMOTE_WRITE);
+    if (!mr) {
+        return;
+    }
+    /* the resource first: what it cannot track is not executed */
+    r = res_alloc(c, qp, h->psn, false);
+    if (!r) {
+        return;
+    }
+    memcpy(&val, frame + pkt->payload_off, 8);
+    if (!qhca_mr_rw(c, mr, h->reth.va, &val, 8, true)) {
+        resp_error(c, qp, h->psn, QHCA_ROCE_NAK_REMOTE_OP, QHCA_EQE_QP_FATAL);
+        return;
+    }
+    trace_qhca_atomic_write_exec(qp->qpn, h->psn, h->reth.va);
+    resp_answer_empty_read(c, qp, r);
+}
+
 /* A SEND or WRITE packet was executed: the next PSN, and an ACK if asked */
 static void resp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
 {
@@ -842,6 +955,10 @@ void qhca_resp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         resp_exec_read(c, qp, pkt);
     } else if (f & QHCA_ROCE_OPF_ATOMIC) {
         resp_exec_atomic(c, qp, pkt);
+    } else if (f & QHCA_ROCE_OPF_FLUSH) {
+        resp_exec_flush(c, qp, pkt);
+    } else if (f & QHCA_ROCE_OPF_ATOMIC_WRITE) {
+        resp_exec_atomic_write(c, qp, pkt, frame);
     } else {
         resp_ack(c, qp, &pkt->hdr);
     }

@@ -136,6 +136,7 @@ static inline void roce_put32_le(uint8_t *p, uint32_t v)
 
 static const uint8_t qhca_roce_ext_len[QHCA_ROCE_EXT_COUNT] = {
     [QHCA_ROCE_EXT_DETH] = QHCA_ROCE_DETH_LEN,
+    [QHCA_ROCE_EXT_FETH] = QHCA_ROCE_FETH_LEN,
     [QHCA_ROCE_EXT_RETH] = QHCA_ROCE_RETH_LEN,
     [QHCA_ROCE_EXT_ATOMIC_ETH] = QHCA_ROCE_ATOMIC_ETH_LEN,
     [QHCA_ROCE_EXT_AETH] = QHCA_ROCE_AETH_LEN,
@@ -228,6 +229,12 @@ static const QhcaRoceOpInfo qhca_roce_ops[256] = {
         OP1("RC_SEND_ONLY_WITH_INVALIDATE",
             REQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST) | OPF(INV),
             IETH),
+    [QHCA_ROCE_OP_RC_FLUSH] =
+        OP2("RC_FLUSH", REQ | OPF(FLUSH) | OPF(FIRST) | OPF(LAST),
+            FETH, RETH),
+    [QHCA_ROCE_OP_RC_ATOMIC_WRITE] =
+        OP1("RC_ATOMIC_WRITE",
+            REQ | PAY | OPF(ATOMIC_WRITE) | OPF(FIRST) | OPF(LAST), RETH),
     /* UC: SEND and RDMA WRITE as in RC, never acknowledged */
     [QHCA_ROCE_OP_UC_SEND_FIRST] =
         OP0("UC_SEND_FIRST", UCREQ | PAY | OPF(SEND) | OPF(FIRST)),
@@ -810,6 +817,9 @@ static void roce_put_ext(uint8_t *p, QhcaRoceExt ext, const QhcaRoceHdr *h)
         p[4] = 0;
         roce_put24(p + 5, h->deth.src_qp);
         break;
+    case QHCA_ROCE_EXT_FETH:
+        roce_put32(p, h->feth);
+        break;
     case QHCA_ROCE_EXT_RETH:
         roce_put64(p, h->reth.va);
         roce_put32(p + 8, h->reth.rkey);
@@ -845,6 +855,9 @@ static void roce_get_ext(const uint8_t *p, QhcaRoceExt ext, QhcaRoceHdr *h)
     case QHCA_ROCE_EXT_DETH:
         h->deth.qkey = roce_get32(p);
         h->deth.src_qp = roce_get24(p + 5);
+        break;
+    case QHCA_ROCE_EXT_FETH:
+        h->feth = roce_get32(p);
         break;
     case QHCA_ROCE_EXT_RETH:
         h->reth.va = roce_get64(p);

@@ -30,6 +30,7 @@
 #define QHCA_ROCE_IMMDT_LEN             4
 #define QHCA_ROCE_IETH_LEN              4
 #define QHCA_ROCE_DETH_LEN              8
+#define QHCA_ROCE_FETH_LEN              4
 #define QHCA_ROCE_ICRC_LEN              4
 
 /* Fixed offsets of the headers in a frame (no VLAN, no IPv4 options) */
@@ -114,6 +115,9 @@ typedef enum QhcaRoceOpcode {
     QHCA_ROCE_OP_RC_FETCH_ADD                 = 0x14,
     QHCA_ROCE_OP_RC_SEND_LAST_INV             = 0x16,
     QHCA_ROCE_OP_RC_SEND_ONLY_INV             = 0x17,
+    /* IBA 1.5 (the memory placement extensions) */
+    QHCA_ROCE_OP_RC_FLUSH                     = 0x1c,
+    QHCA_ROCE_OP_RC_ATOMIC_WRITE              = 0x1d,
     QHCA_ROCE_OP_UC_SEND_FIRST                = 0x20,
     QHCA_ROCE_OP_UC_SEND_MIDDLE               = 0x21,
     QHCA_ROCE_OP_UC_SEND_LAST                 = 0x22,
@@ -133,6 +137,7 @@ typedef enum QhcaRoceOpcode {
 /* Extension headers; this is also their order after the BTH */
 typedef enum QhcaRoceExt {
     QHCA_ROCE_EXT_DETH,
+    QHCA_ROCE_EXT_FETH,
     QHCA_ROCE_EXT_RETH,
     QHCA_ROCE_EXT_ATOMIC_ETH,
     QHCA_ROCE_EXT_AETH,
@@ -160,6 +165,15 @@ typedef enum QhcaRoceExt {
 #define QHCA_ROCE_OPF_INV       (1u << 11)  /* carries IETH */
 #define QHCA_ROCE_OPF_UD        (1u << 12)  /* UD transport (DETH) */
 #define QHCA_ROCE_OPF_UC        (1u << 13)  /* UC transport */
+#define QHCA_ROCE_OPF_FLUSH     (1u << 14)  /* RDMA FLUSH (FETH + RETH) */
+#define QHCA_ROCE_OPF_ATOMIC_WRITE (1u << 15) /* RDMA ATOMIC WRITE */
+/*
+ * Requests answered by a READ response: READ itself, and FLUSH and ATOMIC
+ * WRITE by one RDMA READ RESPONSE ONLY without payload (as Soft-RoCE
+ * answers them); each takes a responder resource
+ */
+#define QHCA_ROCE_OPF_READ_ANSWERED \
+    (QHCA_ROCE_OPF_READ | QHCA_ROCE_OPF_FLUSH | QHCA_ROCE_OPF_ATOMIC_WRITE)
 
 /*
  * A UC request opcode is the RC opcode of the same SEND or RDMA WRITE
@@ -235,6 +249,11 @@ typedef struct QhcaRoceHdr {
      */
     uint32_t imm;
     uint32_t ieth_rkey;         /* IETH: R_Key to invalidate */
+    /*
+     * FETH (RDMA FLUSH): placement type in bits 3:0, selectivity level in
+     * bits 5:4, the rest reserved
+     */
+    uint32_t feth;
     struct {
         uint32_t qkey;
         uint32_t src_qp;        /* 24 bits */

@@ -115,6 +115,8 @@ typedef uint64_t qhca_le64;
 #define QHCA_CAP_FRMR			(1u << 4)
 #define QHCA_CAP_UC			(1u << 5)
 #define QHCA_CAP_MCAST			(1u << 6)	/* ATTACH/DETACH_MCAST */
+#define QHCA_CAP_ATOMIC_WRITE		(1u << 7)	/* RDMA ATOMIC WRITE (IBA 1.5) */
+#define QHCA_CAP_FLUSH_GLOBAL		(1u << 8)	/* RDMA FLUSH, global visibility */
 
 #define QHCA_STATUS_READY		(1u << 0)	/* CTRL.ENABLE and queues set up */
 #define QHCA_STATUS_FATAL		(1u << 1)	/* needs a reset */
@@ -304,7 +306,8 @@ struct qhca_cmd_obj {			/* every DESTROY_*, DEALLOC_PD, DEREG_MR,
 #define QHCA_ACCESS_REMOTE_WRITE	(1u << 1)
 #define QHCA_ACCESS_REMOTE_READ		(1u << 2)
 #define QHCA_ACCESS_REMOTE_ATOMIC	(1u << 3)
-#define QHCA_ACCESS_MASK		0x0fu
+#define QHCA_ACCESS_FLUSH_GLOBAL	(1u << 4)	/* target of RDMA FLUSH */
+#define QHCA_ACCESS_MASK		0x1fu
 
 /* Keys: index << 8 | variant.  Key 0 is never valid. */
 #define QHCA_KEY_INDEX_SHIFT		8
@@ -694,8 +697,21 @@ enum qhca_wqe_opcode {			/* Linux's enum ib_wr_opcode numbering */
 	QHCA_WQE_ATOMIC_FETCH_AND_ADD	= 0x06,
 	QHCA_WQE_LOCAL_INV		= 0x07,
 	QHCA_WQE_SEND_WITH_INV		= 0x09,
+	QHCA_WQE_FLUSH			= 0x0e,	/* RC; rdma.*, no SGEs */
+	QHCA_WQE_ATOMIC_WRITE		= 0x0f,	/* RC; rdma.*, no SGEs */
 	QHCA_WQE_REG_MR			= 0x20,	/* fast registration */
 };
+
+/* The largest message, and FLUSH range (the port's max_msg_sz): 2 GiB */
+#define QHCA_MAX_MSG_SIZE		0x80000000ull
+
+/* FLUSH placement types and selectivity levels (IBA 1.5 FETH) */
+#define QHCA_FLUSH_GLOBAL		(1u << 0)
+#define QHCA_FLUSH_PERSISTENT		(1u << 1)	/* never granted */
+#define QHCA_FLUSH_TYPE_MASK		0x0fu
+#define QHCA_FLUSH_RANGE		0u
+#define QHCA_FLUSH_MR			1u
+#define QHCA_FLUSH_LEVEL_SHIFT		4
 
 #define QHCA_WQE_SIGNALED		(1u << 0)
 #define QHCA_WQE_SOLICITED		(1u << 1)
@@ -730,7 +746,17 @@ struct qhca_send_wqe {
 		struct {		/* RDMA and atomic opcodes */
 			qhca_le64 remote_addr;
 			qhca_le32 rkey;
-			qhca_le32 reserved;
+			/*
+			 * FLUSH: the FETH as sent: placement type in bits
+			 * 3:0 (QHCA_FLUSH_GLOBAL), selectivity level in bits
+			 * 5:4 (QHCA_FLUSH_RANGE or _MR); 0 otherwise
+			 */
+			qhca_le32 feth;
+			/*
+			 * compare or add data; FLUSH: the length of the range;
+			 * ATOMIC_WRITE: the 8 bytes to write, in the order
+			 * they are to be in remote memory
+			 */
 			qhca_le64 compare_add;
 			qhca_le64 swap;
 			qhca_le64 reserved2;
@@ -918,6 +944,8 @@ enum qhca_cqe_opcode {			/* Linux's enum ib_wc_opcode numbering */
 	QHCA_CQE_OP_COMP_SWAP		= 3,
 	QHCA_CQE_OP_FETCH_ADD		= 4,
 	QHCA_CQE_OP_LOCAL_INV		= 6,
+	QHCA_CQE_OP_FLUSH		= 8,
+	QHCA_CQE_OP_ATOMIC_WRITE	= 9,
 	QHCA_CQE_OP_REG_MR		= 10,	/* after IB_WC_ATOMIC_WRITE (9) */
 	QHCA_CQE_OP_RECV		= 128,
 	QHCA_CQE_OP_RECV_RDMA_WITH_IMM	= 129,

@@ -614,6 +614,45 @@ static void qhca_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 		qhca_wqe_set_atomic(wqe, remote_addr, rkey, add, 0);
 }
 
+/*
+ * IBA 1.5 placement operations (RC).  The WQE carries all: FLUSH its range,
+ * placement type and selectivity level (the FETH), ATOMIC WRITE its 8
+ * bytes as they are to land in remote memory.
+ */
+#ifdef QHCA_HAVE_IBV_FLUSH
+static void qhca_wr_flush(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			  uint64_t remote_addr, size_t len, uint8_t type,
+			  uint8_t level)
+{
+	struct qhca_qp *qp = to_qhca_qp_ex(ibqpx);
+	struct qhca_send_wqe *wqe = qhca_wr_begin(ibqpx, QHCA_WQE_FLUSH);
+
+	if (!wqe)
+		return;
+	if (!type || type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT) ||
+	    level > IBV_FLUSH_MR || len > QHCA_MAX_MSG_SIZE) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	qhca_wqe_set_rdma(wqe, remote_addr, rkey);
+	wqe->rdma.feth = htole32((type & QHCA_FLUSH_TYPE_MASK) |
+				 (uint32_t)level << QHCA_FLUSH_LEVEL_SHIFT);
+	wqe->rdma.compare_add = htole64(len);
+}
+#endif
+
+static void qhca_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				 uint64_t remote_addr, const void *atomic_wr)
+{
+	struct qhca_send_wqe *wqe =
+		qhca_wr_begin(ibqpx, QHCA_WQE_ATOMIC_WRITE);
+
+	if (!wqe)
+		return;
+	qhca_wqe_set_rdma(wqe, remote_addr, rkey);
+	memcpy(&wqe->rdma.compare_add, atomic_wr, sizeof(wqe->rdma.compare_add));
+}
+
 static void qhca_wr_local_inv(struct ibv_qp_ex *ibqpx,
 			      uint32_t invalidate_rkey)
 {
@@ -710,6 +749,12 @@ void qhca_qp_fill_wr_ops(struct qhca_qp *qp, uint64_t send_ops_flags)
 		qpx->wr_atomic_fetch_add = qhca_wr_atomic_fetch_add;
 	if (send_ops_flags & IBV_QP_EX_WITH_LOCAL_INV)
 		qpx->wr_local_inv = qhca_wr_local_inv;
+#ifdef QHCA_HAVE_IBV_FLUSH
+	if (send_ops_flags & IBV_QP_EX_WITH_FLUSH)
+		qpx->wr_flush = qhca_wr_flush;
+#endif
+	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		qpx->wr_atomic_write = qhca_wr_atomic_write;
 
 	qpx->wr_set_sge = qhca_wr_set_sge;
 	qpx->wr_set_sge_list = qhca_wr_set_sge_list;

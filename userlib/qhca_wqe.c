@@ -168,7 +168,11 @@ uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
 		       IBV_QP_EX_WITH_RDMA_READ |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
+#ifdef QHCA_HAVE_IBV_FLUSH
+		       IBV_QP_EX_WITH_FLUSH |
+#endif
+		       IBV_QP_EX_WITH_ATOMIC_WRITE;
 	case IBV_QPT_UC:
 		return IBV_QP_EX_WITH_RDMA_WRITE |
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
@@ -488,6 +492,14 @@ int qhca_wc_opcode(uint8_t hw_op, enum ibv_wc_opcode *op)
 		return 0;
 	case QHCA_CQE_OP_LOCAL_INV:
 		*op = IBV_WC_LOCAL_INV;
+		return 0;
+#ifdef QHCA_HAVE_IBV_FLUSH
+	case QHCA_CQE_OP_FLUSH:
+		*op = IBV_WC_FLUSH;
+		return 0;
+#endif
+	case QHCA_CQE_OP_ATOMIC_WRITE:
+		*op = IBV_WC_ATOMIC_WRITE;
 		return 0;
 	case QHCA_CQE_OP_RECV:
 		*op = IBV_WC_RECV;

@@ -146,7 +146,8 @@ enum {
 /* Linux's ib_wc_opcode values used by the contract, and the CQE flags */
 enum {
 	CO_SEND = 0, CO_RDMA_WRITE = 1, CO_RDMA_READ = 2, CO_COMP_SWAP = 3,
-	CO_FETCH_ADD = 4, CO_LOCAL_INV = 6, CO_REG_MR = 8, CO_RECV = 128,
+	CO_FETCH_ADD = 4, CO_LOCAL_INV = 6, CO_FLUSH = 8, CO_ATOMIC_WRITE = 9,
+	CO_REG_MR = 10, CO_RECV = 128,
 	CO_RECV_RDMA_IMM = 129,
 	CF_WITH_IMM = 1, CF_WITH_INV = 2, CF_GRH = 4, CF_SOLICITED = 8,
 };
@@ -813,6 +814,10 @@ static void test_cqe_decode(void)
 		{ CO_FETCH_ADD, IBV_WC_FETCH_ADD },
 		{ CO_LOCAL_INV, IBV_WC_LOCAL_INV }, { CO_RECV, IBV_WC_RECV },
 		{ CO_RECV_RDMA_IMM, IBV_WC_RECV_RDMA_WITH_IMM },
+		{ CO_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
+#ifdef QHCA_HAVE_IBV_FLUSH
+		{ CO_FLUSH, IBV_WC_FLUSH },
+#endif
 	};
 	struct test_cqe c;
 	struct ibv_wc wc;
@@ -870,7 +875,7 @@ static void test_cqe_decode(void)
 	decode(&c, &wc);
 	good = good && wc.status == IBV_WC_WR_FLUSH_ERR &&
 	       wc.opcode == IBV_WC_RDMA_READ;
-	ok(good, "CQE: REG_MR and unknown opcodes complete as GENERAL_ERR (ib_wc and ibv_wc differ at 8)");
+	ok(good, "CQE: REG_MR and unknown opcodes complete as GENERAL_ERR");
 
 	memset(&c, 0, sizeof(c));
 	c.opcode = CO_RECV;
@@ -1452,6 +1457,83 @@ static void test_wr_api(void)
 	free_ctx(ctx);
 }
 
+/*
+ * ibv_wr_atomic_write() and ibv_wr_flush() (IBA 1.5, RC): everything in
+ * the WQE, no SGEs
+ */
+static void test_wr_placement(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 16, 1);
+	struct qp_spec s = {
+		.type = IBV_QPT_RC, .scq = cq, .rcq = cq, .qpn = 0x71,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1,
+			 .max_recv_wr = 1, .max_recv_sge = 1 },
+		.send_ops = qhca_supported_send_ops(IBV_QPT_RC),
+	};
+	struct qhca_qp *qp = new_qp(ctx, &s);
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(&qp->vqp.qp);
+	uint8_t e[W_HDR];
+	bool good;
+
+	ok(qpx && qpx->wr_atomic_write &&
+	   !(qhca_supported_send_ops(IBV_QPT_UC) &
+	     IBV_QP_EX_WITH_ATOMIC_WRITE),
+	   "wr API: RC QPs get wr_atomic_write, UC QPs may not ask for it");
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, 0x77, 0xb000, "ABCDEFGH");
+	ok(ibv_wr_complete(qpx) == 0, "wr API: an ATOMIC WRITE is posted");
+	exp_hdr(e, 0x0f, F_SIGNALED, 0, 0, 1);
+	put64(e, W_RADDR, 0xb000);
+	put32(e, W_RKEY, 0x77);
+	memcpy(e + W_CMP_ADD, "ABCDEFGH", 8);
+	good = same_bytes(qhca_wq_entry(&qp->sq, 0), e, W_HDR,
+			  "wr atomic_write");
+	ok(good, "wr API: ATOMIC WRITE: opcode 0x0f, its 8 bytes as they are");
+#ifdef QHCA_HAVE_IBV_FLUSH
+	ok(qpx->wr_flush != NULL, "wr API: RC QPs get wr_flush");
+	ibv_wr_start(qpx);
+	qpx->wr_id = 2;
+	qpx->wr_flags = 0;
+	ibv_wr_flush(qpx, 0x78, 0xc000, 4096, IBV_FLUSH_GLOBAL,
+		     IBV_FLUSH_RANGE);
+	qpx->wr_id = 3;
+	ibv_wr_flush(qpx, 0x79, 0, 0, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+	ok(ibv_wr_complete(qpx) == 0 && qp->sq.pi == 3,
+	   "wr API: two FLUSHes are posted");
+	exp_hdr(e, 0x0e, 0, 0, 0, 2);
+	put64(e, W_RADDR, 0xc000);
+	put32(e, W_RKEY, 0x78);
+	put32(e, W_RKEY + 4, 1);
+	put64(e, W_CMP_ADD, 4096);
+	good = same_bytes(qhca_wq_entry(&qp->sq, 1), e, W_HDR, "wr flush");
+	exp_hdr(e, 0x0e, 0, 0, 0, 3);
+	put32(e, W_RKEY, 0x79);
+	put32(e, W_RKEY + 4, 1 | 1 << 4);
+	good = good && same_bytes(qhca_wq_entry(&qp->sq, 2), e, W_HDR,
+				  "wr flush mr");
+	ok(good, "wr API: FLUSH: opcode 0x0e, the FETH (type | level << 4) and the length");
+	ibv_wr_start(qpx);
+	ibv_wr_flush(qpx, 1, 0, 8, 0, IBV_FLUSH_RANGE);
+	ok(ibv_wr_complete(qpx) == EINVAL && qp->sq.pi == 3,
+	   "wr API: a FLUSH without a placement type is EINVAL, nothing posted");
+	ibv_wr_start(qpx);
+	ibv_wr_flush(qpx, 1, 0, 8, IBV_FLUSH_GLOBAL, 2);
+	ok(ibv_wr_complete(qpx) == EINVAL && qp->sq.pi == 3,
+	   "wr API: a FLUSH of selectivity level 2 is EINVAL");
+	ibv_wr_start(qpx);
+	ibv_wr_flush(qpx, 1, 0, 0x80000001ull, IBV_FLUSH_GLOBAL,
+		     IBV_FLUSH_RANGE);
+	ok(ibv_wr_complete(qpx) == EINVAL && qp->sq.pi == 3,
+	   "wr API: a FLUSH of more than 2 GiB is EINVAL");
+#endif
+	free_qp(ctx, qp);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
 static void test_wr_api_ud(void)
 {
 	struct qhca_context *ctx = new_ctx();
@@ -1888,6 +1970,7 @@ int main(int argc, char **argv)
 			test_cq_clean_wrap);
 	g_test_add_func("/provider/datapath/wr-api", test_wr_api);
 	g_test_add_func("/provider/datapath/wr-api-ud", test_wr_api_ud);
+	g_test_add_func("/provider/datapath/wr-placement", test_wr_placement);
 	g_test_add_func("/provider/datapath/create-validation",
 			test_create_validation);
 	g_test_add_func("/provider/datapath/create-resp", test_create_resp);

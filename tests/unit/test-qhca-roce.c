@@ -290,6 +290,7 @@ static void random_hdr(QhcaRoceHdr *h, uint8_t opcode)
     h->atomic.swap_add = rnd64();
     h->atomic.compare = rnd64();
     h->atomic_ack_orig = rnd64();
+    h->feth = rnd64();
     h->imm = rnd64();
     h->ieth_rkey = rnd64();
     h->deth.qkey = rnd64();
@@ -619,6 +620,9 @@ static const struct {
     { 0x14, false, 1, { QHCA_ROCE_EXT_ATOMIC_ETH }, 28 },
     { 0x16, true, 1, { QHCA_ROCE_EXT_IETH }, 4 },
     { 0x17, true, 1, { QHCA_ROCE_EXT_IETH }, 4 },
+    /* IBA 1.5: FLUSH (FETH then RETH, no payload), ATOMIC WRITE */
+    { 0x1c, false, 2, { QHCA_ROCE_EXT_FETH, QHCA_ROCE_EXT_RETH }, 20 },
+    { 0x1d, true, 1, { QHCA_ROCE_EXT_RETH }, 16 },
     /* UC (IBA table 38): SEND and RDMA WRITE only */
     { 0x20, true, 0, { 0 }, 0 },
     { 0x21, true, 0, { 0 }, 0 },
@@ -729,6 +733,7 @@ static uint32_t ext_len_of(QhcaRoceExt ext)
     case QHCA_ROCE_EXT_AETH:
     case QHCA_ROCE_EXT_IMMDT:
     case QHCA_ROCE_EXT_IETH:
+    case QHCA_ROCE_EXT_FETH:
         return 4;
     default:
         return 0;
@@ -878,6 +883,7 @@ static void check_roundtrip(uint8_t opcode, size_t plen)
     }
     CHECK_EQ(g->imm, op_has(op, QHCA_ROCE_EXT_IMMDT) ? h.imm : 0);
     CHECK_EQ(g->ieth_rkey, op_has(op, QHCA_ROCE_EXT_IETH) ? h.ieth_rkey : 0);
+    CHECK_EQ(g->feth, op_has(op, QHCA_ROCE_EXT_FETH) ? h.feth : 0);
     if (op_has(op, QHCA_ROCE_EXT_DETH)) {
         CHECK_EQ(g->deth.qkey, h.deth.qkey);
         CHECK_EQ(g->deth.src_qp, h.deth.src_qp);
