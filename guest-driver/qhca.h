@@ -233,6 +233,7 @@ struct qhca_srq {
 	unsigned long *done;		/* kernel: completed, not yet reusable */
 	refcount_t refcount;		/* event dispatch */
 	struct completion free;
+	struct mutex modify_lock;	/* modify_srq: the ring and the limit */
 };
 
 struct qhca_qp {

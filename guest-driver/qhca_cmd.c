@@ -69,6 +69,7 @@ static const char *const qhca_cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_RESIZE_CQ] = "RESIZE_CQ",
 	[QHCA_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
 	[QHCA_CMD_DETACH_MCAST] = "DETACH_MCAST",
+	[QHCA_CMD_RESIZE_SRQ] = "RESIZE_SRQ",
 };
 
 static unsigned int qhca_cmd_timeout(void)

@@ -978,6 +978,7 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->user = !!udata;
 	refcount_set(&srq->refcount, 1);
 	init_completion(&srq->free);
+	mutex_init(&srq->modify_lock);
 	qhca_wq_init(&srq->wq, &g);
 	if (udata) {
 		ret = qhca_udata_in(udata, &ucmd, sizeof(ucmd));
@@ -1044,6 +1045,7 @@ err_ring:
 	qhca_ring_free(dev, &srq->wq.ring);
 	bitmap_free(srq->done);
 	srq->done = NULL;
+	mutex_destroy(&srq->modify_lock);
 	return ret;
 }
 
@@ -1061,8 +1063,65 @@ int qhca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	qhca_ring_free(dev, &srq->wq.ring);
 	bitmap_free(srq->done);
 	srq->done = NULL;
+	mutex_destroy(&srq->modify_lock);
 	atomic_dec(&dev->num_objects);
 	return 0;
+}
+
+/*
+ * ibv_modify_srq(IBV_SRQ_MAX_WR): the provider has a new ring for max_wr
+ * entries (sized as create's, the same stride); the device moves the WQEs
+ * not yet taken to it at their indices, then the old ring is unpinned.
+ * Kernel SRQs are not resized: posting to them runs under a spinlock,
+ * often in atomic context, and could not wait for the command.
+ */
+static int qhca_resize_srq(struct qhca_dev *dev, struct qhca_srq *srq,
+			   u32 max_wr, struct ib_udata *udata)
+{
+	struct qhca_cmd_resize_srq cmd = {};
+	struct qhca_modify_srq_cmd ucmd;
+	struct qhca_ring ring = {};
+	struct qhca_wq_geom g;
+	struct qhca_pbl pbl;
+	u32 carried;
+	int ret;
+
+	if (!udata || !srq->user)
+		return -EOPNOTSUPP;
+	ret = qhca_rq_geom(max_wr, srq->wq.max_sge, dev->max_srq_wr, &g);
+	if (ret || g.log_stride != srq->wq.ring.log_stride)
+		return -EINVAL;
+	ret = qhca_udata_in(udata, &ucmd, sizeof(ucmd));
+	if (ret)
+		return ret;
+	if (ucmd.reserved || ucmd.depth != g.depth) {
+		ibdev_dbg(&dev->ibdev, "SRQ resize to %u, max_wr gives %u\n",
+			  ucmd.depth, g.depth);
+		return -EINVAL;
+	}
+	ret = qhca_ring_pin(dev, &ring, ucmd.buf_va, g.depth, g.log_stride);
+	if (ret)
+		return ret;
+	ret = qhca_ring_pbl(dev, &ring, &pbl, &cmd.mem);
+	if (ret)
+		goto err_ring;
+	cmd.srqn = cpu_to_le32(srq->srqn);
+	cmd.log_depth = ilog2(g.depth);
+	ret = qhca_cmd(dev, QHCA_CMD_RESIZE_SRQ, &cmd, sizeof(cmd), &carried);
+	qhca_pbl_free(dev, &pbl);
+	if (ret)
+		goto err_ring;
+
+	/* the device reads the new ring only */
+	qhca_ring_free(dev, &srq->wq.ring);
+	srq->wq.ring = ring;
+	ibdev_dbg(&dev->ibdev, "SRQ %u: %u entries, %u WQEs carried over\n",
+		  srq->srqn, g.depth, carried);
+	return 0;
+
+err_ring:
+	qhca_ring_free(dev, &ring);
+	return ret;
 }
 
 int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
@@ -1071,22 +1130,35 @@ int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	struct qhca_dev *dev = to_qhca_dev(ibsrq->device);
 	struct qhca_srq *srq = to_qhca_srq(ibsrq);
 	struct qhca_cmd_modify_srq cmd = {};
-	int ret;
+	int ret = 0;
 
-	ret = qhca_udata_no_in(udata);
-	if (ret)
-		return ret;
-	/* The ring cannot be resized */
-	if (attr_mask & ~IB_SRQ_LIMIT)
+	if (attr_mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR))
 		return -EOPNOTSUPP;
-	if (!(attr_mask & IB_SRQ_LIMIT))
-		return 0;
-	if (attr->srq_limit >= srq->wq.ring.depth)
-		return -EINVAL;
+	if (!(attr_mask & IB_SRQ_MAX_WR)) {
+		ret = qhca_udata_no_in(udata);
+		if (ret)
+			return ret;
+	}
 
+	/* uverbs lets modifies of one SRQ run at once */
+	mutex_lock(&srq->modify_lock);
+	if (attr_mask & IB_SRQ_MAX_WR) {
+		ret = qhca_resize_srq(dev, srq, attr->max_wr, udata);
+		if (ret)
+			goto out;
+	}
+	if (!(attr_mask & IB_SRQ_LIMIT))
+		goto out;
+	if (attr->srq_limit >= srq->wq.ring.depth) {
+		ret = -EINVAL;
+		goto out;
+	}
 	cmd.srqn = cpu_to_le32(srq->srqn);
 	cmd.limit = cpu_to_le32(attr->srq_limit);
-	return qhca_cmd(dev, QHCA_CMD_MODIFY_SRQ, &cmd, sizeof(cmd), NULL);
+	ret = qhca_cmd(dev, QHCA_CMD_MODIFY_SRQ, &cmd, sizeof(cmd), NULL);
+out:
+	mutex_unlock(&srq->modify_lock);
+	return ret;
 }
 
 int qhca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)

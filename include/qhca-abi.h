@@ -102,6 +102,18 @@ struct qhca_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * ibv_modify_srq(IBV_SRQ_MAX_WR): a new ring allocated as create's, of the
+ * same stride, for depth entries (the uverbs max_wr); the device carries
+ * the WQEs not yet taken over at their indices.  Only with IBV_SRQ_MAX_WR:
+ * a modify of the limit alone has no driver data.
+ */
+struct qhca_modify_srq_cmd {
+	__aligned_u64 buf_va;
+	__u32 depth;			/* power of two */
+	__u32 reserved;
+};
+
 /* ibv_create_ah(): UD WQEs name the device's address handle by number */
 struct qhca_create_ah_resp {
 	__u32 ahn;

@@ -42,6 +42,8 @@ DECLARE_DRV_CMD(qhca_uv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		qhca_create_qp_cmd, qhca_create_qp_resp);
 DECLARE_DRV_CMD(qhca_uv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		qhca_create_srq_cmd, qhca_create_srq_resp);
+DECLARE_DRV_CMD(qhca_uv_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		qhca_modify_srq_cmd, empty);
 DECLARE_DRV_CMD(qhca_uv_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		qhca_create_ah_resp);
 
@@ -118,6 +120,14 @@ struct qhca_srq {
 	struct qhca_wq wq;
 	uint32_t srqn;
 	/* done[i]: ring slot i completed but an older slot has not yet */
+	uint8_t *done;
+};
+
+/* An SRQ ring of its own stride and its done[] (ibv_modify_srq resize) */
+struct qhca_srq_ring {
+	void *buf;
+	size_t buf_size;
+	uint32_t depth;
 	uint8_t *done;
 };
 
@@ -316,6 +326,11 @@ void qhca_qp_reset_indices(struct qhca_qp *qp);
 int qhca_srq_setup(struct qhca_srq *srq, struct ibv_srq_attr *attr);
 void qhca_srq_teardown(struct qhca_srq *srq);
 void qhca_srq_complete(struct qhca_srq *srq, uint16_t wqe_index);
+int qhca_srq_ring_alloc(struct qhca_srq *srq, uint32_t max_wr,
+			struct qhca_srq_ring *nr);
+bool qhca_srq_ring_fits(struct qhca_srq *srq, const struct qhca_srq_ring *nr);
+void qhca_srq_ring_switch(struct qhca_srq *srq, struct qhca_srq_ring *nr);
+void qhca_srq_ring_free(struct qhca_srq_ring *nr);
 
 void qhca_ctx_init_qp_table(struct qhca_context *ctx);
 void qhca_ctx_free_qp_table(struct qhca_context *ctx);

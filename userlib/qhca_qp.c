@@ -878,16 +878,140 @@ err_free:
 	return NULL;
 }
 
-/* Only the limit can change: the ring is not resizable */
+/*
+ * Resizing (ibv_modify_srq with IBV_SRQ_MAX_WR): a new ring of the same
+ * stride, for max_wr entries as create sizes it, and its done[]
+ */
+int qhca_srq_ring_alloc(struct qhca_srq *srq, uint32_t max_wr,
+			struct qhca_srq_ring *nr)
+{
+	struct qhca_wq_geom rqs;
+	int ret;
+
+	memset(nr, 0, sizeof(*nr));
+	ret = qhca_rq_size(max_wr, srq->wq.max_sge, &rqs);
+	if (ret)
+		return ret;
+	/* the caps the SRQ has give its stride again */
+	if (rqs.log_stride != srq->wq.log_stride)
+		return EINVAL;
+	nr->done = calloc(rqs.depth, sizeof(*nr->done));
+	if (!nr->done)
+		return ENOMEM;
+	nr->buf = qhca_alloc_ring((size_t)rqs.depth << rqs.log_stride,
+				  &nr->buf_size);
+	if (!nr->buf) {
+		free(nr->done);
+		nr->done = NULL;
+		return ENOMEM;
+	}
+	nr->depth = rqs.depth;
+	return 0;
+}
+
+/*
+ * Under srq->wq.lock: does the new ring hold every entry not yet free
+ * (posted and not completed, or completed behind an older one)?
+ */
+bool qhca_srq_ring_fits(struct qhca_srq *srq, const struct qhca_srq_ring *nr)
+{
+	uint32_t pi = atomic_load_explicit(&srq->wq.pi, memory_order_relaxed);
+	uint32_t ci = atomic_load_explicit(&srq->wq.ci, memory_order_relaxed);
+
+	return pi - ci <= nr->depth;
+}
+
+/*
+ * Under srq->wq.lock, once the device has moved to the new ring: entries
+ * keep their free-running indices (the device's WQE i moved from slot
+ * i % old depth to slot i % new depth), so the done[] marks of the entries
+ * not yet free move the same way, and posting goes on at pi in the new
+ * ring.  @nr gets the old ring, for qhca_srq_ring_free().
+ */
+void qhca_srq_ring_switch(struct qhca_srq *srq, struct qhca_srq_ring *nr)
+{
+	struct qhca_wq *wq = &srq->wq;
+	uint32_t pi = atomic_load_explicit(&wq->pi, memory_order_relaxed);
+	uint32_t ci = atomic_load_explicit(&wq->ci, memory_order_relaxed);
+	uint32_t omask = wq->depth - 1, nmask = nr->depth - 1, i;
+	struct qhca_srq_ring old = {
+		.buf = wq->buf, .buf_size = wq->buf_size, .depth = wq->depth,
+		.done = srq->done,
+	};
+
+	for (i = ci; i != pi; i++)
+		nr->done[i & nmask] = srq->done[i & omask];
+	wq->buf = nr->buf;
+	wq->buf_size = nr->buf_size;
+	wq->depth = nr->depth;
+	srq->done = nr->done;
+	*nr = old;
+}
+
+void qhca_srq_ring_free(struct qhca_srq_ring *nr)
+{
+	if (nr->buf)
+		qhca_free_ring(nr->buf, nr->buf_size);
+	free(nr->done);
+	memset(nr, 0, sizeof(*nr));
+}
+
+/*
+ * The device moves the WQEs it has not taken to the new ring (RESIZE_SRQ);
+ * the lock keeps posting and SRQ completions out until the switch.  A ring
+ * too small for the entries not yet free is EINVAL; an error leaves the
+ * SRQ as it was.
+ */
+static int qhca_resize_srq(struct qhca_srq *srq, struct ibv_srq_attr *attr,
+			   int attr_mask)
+{
+	struct qhca_uv_modify_srq cmd = {};
+	struct ibv_srq_attr a = *attr;
+	struct qhca_srq_ring nr;
+	int ret;
+
+	ret = qhca_srq_ring_alloc(srq, attr->max_wr, &nr);
+	if (ret)
+		return ret;
+	if ((attr_mask & IBV_SRQ_LIMIT) && attr->srq_limit >= nr.depth) {
+		ret = EINVAL;
+		goto out;
+	}
+	a.max_wr = nr.depth;
+	cmd.buf_va = (uintptr_t)nr.buf;
+	cmd.depth = nr.depth;
+
+	pthread_spin_lock(&srq->wq.lock);
+	if (!qhca_srq_ring_fits(srq, &nr)) {
+		ret = EINVAL;
+	} else {
+		ret = ibv_cmd_modify_srq(&srq->ibv_srq, &a, attr_mask,
+					 &cmd.ibv_cmd, sizeof(cmd));
+		if (!ret)
+			qhca_srq_ring_switch(srq, &nr);
+	}
+	pthread_spin_unlock(&srq->wq.lock);
+out:
+	qhca_srq_ring_free(&nr);
+	return ret;
+}
+
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		    int attr_mask)
 {
 	struct qhca_srq *srq = to_qhca_srq(ibsrq);
 	struct ibv_modify_srq cmd = {};
+	uint32_t depth;
 
-	if (attr_mask & ~IBV_SRQ_LIMIT)
+	if (attr_mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR))
 		return EOPNOTSUPP;
-	if ((attr_mask & IBV_SRQ_LIMIT) && attr->srq_limit >= srq->wq.depth)
+	if (attr_mask & IBV_SRQ_MAX_WR)
+		return qhca_resize_srq(srq, attr, attr_mask);
+
+	pthread_spin_lock(&srq->wq.lock);
+	depth = srq->wq.depth;
+	pthread_spin_unlock(&srq->wq.lock);
+	if ((attr_mask & IBV_SRQ_LIMIT) && attr->srq_limit >= depth)
 		return EINVAL;
 
 	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));

@@ -1296,6 +1296,128 @@ static void test_srq(void)
 	free_ctx(ctx);
 }
 
+/* The wr_id of the receive WQE in slot @idx % depth of @wq */
+static uint64_t recv_wr_id(struct qhca_wq *wq, uint32_t idx)
+{
+	uint64_t v;
+
+	memcpy(&v, qhca_wq_entry(wq, idx), sizeof(v));
+	return le64toh(v);
+}
+
+/*
+ * ibv_modify_srq(IBV_SRQ_MAX_WR) without the kernel: the new ring, the
+ * switch the provider makes once the device has moved, and its slot
+ * bookkeeping across it, with indices crossing 65536
+ */
+static void test_srq_resize(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 64, 4);
+	struct qhca_srq *srq = new_srq(ctx, 8, 1, 0x33);
+	struct qp_spec s = {
+		.type = IBV_QPT_UD, .scq = cq, .rcq = cq, .srq = srq,
+		.qpn = 0x44, .cap = { .max_send_wr = 1, .max_send_sge = 1 },
+	};
+	struct qhca_qp *qp = new_qp(ctx, &s);
+	const uint32_t first = 0xfffc;
+	struct ibv_recv_wr rwr[33], *bad;
+	struct qhca_srq_ring nr;
+	struct ibv_wc wc[16];
+	uint32_t cpi = 0, i, n;
+	int ret;
+	bool good;
+
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 33; i++) {
+		rwr[i].wr_id = 500 + i;
+		rwr[i].sg_list = test_sges;
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 32 ? &rwr[i + 1] : NULL;
+	}
+	atomic_store(&srq->wq.pi, first);
+	atomic_store(&srq->wq.ci, first);
+	/* 8 posted (full); entries 1 and 3 complete, nothing is free yet */
+	bad = NULL;
+	ret = qhca_post_srq_recv(&srq->ibv_srq, &rwr[0], &bad);
+	ok(ret == ENOMEM && bad == &rwr[8],
+	   "SRQ resize: 8 posted on the 8-entry SRQ");
+	dev_complete(cq, cpi++, 0x44, CO_RECV, first + 1, 501);
+	dev_complete(cq, cpi++, 0x44, CO_RECV, first + 3, 503);
+	n = qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	ok(n == 2 && srq->wq.ci == first,
+	   "SRQ resize: 2 completed out of order, none free");
+
+	/* to 32 entries: indices and done marks move along */
+	ret = qhca_srq_ring_alloc(srq, 20, &nr);
+	ok(!ret && nr.depth == 32 && qhca_srq_ring_fits(srq, &nr),
+	   "SRQ resize: a ring of 32 for max_wr 20, room for the 8");
+	qhca_srq_ring_switch(srq, &nr);
+	ok(nr.depth == 8 && srq->wq.depth == 32 && srq->wq.pi == first + 8 &&
+	   srq->wq.ci == first && srq->wq.log_stride == 5,
+	   "SRQ resize: the switch keeps pi, ci and the stride");
+	qhca_srq_ring_free(&nr);
+
+	rwr[31].next = NULL;
+	bad = NULL;
+	ret = qhca_post_srq_recv(&srq->ibv_srq, &rwr[8], &bad);
+	ok(ret == 0 && srq->wq.pi == first + 32 &&
+	   db_val(ctx, QHCA_DB_SRQ) == (0x33 | ((first + 32) & 0xffff) << 16) &&
+	   recv_wr_id(&srq->wq, first + 8) == 508 &&
+	   recv_wr_id(&srq->wq, first + 31) == 531,
+	   "SRQ resize: 24 more posted at their indices in the new ring");
+	rwr[32].next = NULL;
+	ok(qhca_post_srq_recv(&srq->ibv_srq, &rwr[32], &bad) == ENOMEM,
+	   "SRQ resize: the new ring is full at 32");
+
+	ret = qhca_srq_ring_alloc(srq, 8, &nr);
+	ok(!ret && nr.depth == 8 && !qhca_srq_ring_fits(srq, &nr),
+	   "SRQ resize: 8 entries do not hold the 32 not yet free");
+	qhca_srq_ring_free(&nr);
+
+	/* the done marks of entries 1 and 3 came along */
+	dev_complete(cq, cpi++, 0x44, CO_RECV, first, 500);
+	qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	good = srq->wq.ci == first + 2;
+	dev_complete(cq, cpi++, 0x44, CO_RECV, first + 2, 502);
+	qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	ok(good && srq->wq.ci == first + 4,
+	   "SRQ resize: entries completed before the move are free with their elders");
+
+	/* the other 28 newest first: nothing free until the oldest */
+	for (i = 31; i > 4; i--)
+		dev_complete(cq, cpi++, 0x44, CO_RECV, (uint16_t)(first + i),
+			     500 + i);
+	n = qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	n += qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	good = n == 27 && srq->wq.ci == first + 4;
+	dev_complete(cq, cpi++, 0x44, CO_RECV, (uint16_t)(first + 4), 504);
+	qhca_poll_cq(&cq->vcq.cq, 16, wc);
+	ok(good && srq->wq.ci == first + 32 && wc[0].wr_id == 504,
+	   "SRQ resize: across 65536, all free once the oldest completes");
+
+	/* and back to 8 with nothing outstanding */
+	ret = qhca_srq_ring_alloc(srq, 1, &nr);
+	ok(!ret && qhca_srq_ring_fits(srq, &nr),
+	   "SRQ resize: to 8 when nothing is outstanding");
+	qhca_srq_ring_switch(srq, &nr);
+	qhca_srq_ring_free(&nr);
+	rwr[8].next = &rwr[9];
+	for (i = 9; i < 16; i++)
+		rwr[i].next = &rwr[i + 1];
+	rwr[16].next = NULL;
+	bad = NULL;
+	ret = qhca_post_srq_recv(&srq->ibv_srq, &rwr[8], &bad);
+	ok(ret == ENOMEM && bad == &rwr[16] && srq->wq.depth == 8 &&
+	   recv_wr_id(&srq->wq, first + 32) == 508,
+	   "SRQ resize: 8 entries again");
+
+	free_qp(ctx, qp);
+	free_srq(srq);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
 static void test_cq_clean_wrap(void)
 {
 	struct qhca_context *ctx = new_ctx();
@@ -1966,6 +2088,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/provider/datapath/cq-ex", test_cq_ex);
 	g_test_add_func("/provider/datapath/post-send", test_post_send);
 	g_test_add_func("/provider/datapath/srq", test_srq);
+	g_test_add_func("/provider/datapath/srq-resize", test_srq_resize);
 	g_test_add_func("/provider/datapath/cq-clean-wrap",
 			test_cq_clean_wrap);
 	g_test_add_func("/provider/datapath/wr-api", test_wr_api);

@@ -163,11 +163,12 @@ static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
 	result(srq != NULL, "an SRQ of max_srq_wr WRs and max_srq_sge SGEs",
 	       "%d/%d: errno %d", d->max_srq_wr, d->max_srq_sge, errno);
 	if (srq) {
-		struct ibv_srq_attr ra = { .max_wr = d->max_srq_wr / 2 };
+		struct ibv_srq_attr ra = { .max_wr = d->max_srq_wr + 1 };
 
-		/* resizing an SRQ: not supported */
-		expect_eopnotsupp("ibv_modify_srq(IBV_SRQ_MAX_WR) (SRQ resize)",
-				  ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR));
+		err = ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR);
+		result(err == EINVAL,
+		       "ibv_modify_srq to max_srq_wr + 1 WRs is refused",
+		       "returned %d, not EINVAL", err);
 		ibv_destroy_srq(srq);
 	}
 	sa.attr.max_wr = d->max_srq_wr + 1;
@@ -381,6 +382,142 @@ static void check_resize_cq(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_destroy_cq(cq);
 }
 
+/* Post a receive of 64 bytes at @buf + 64 * @slot to @srq, wr_id 1000 + slot */
+static int post_srq_slot(struct ibv_srq *srq, struct ibv_mr *mr, char *buf,
+			 int slot)
+{
+	struct ibv_sge s = {
+		.addr = (uintptr_t)(buf + 64 * slot), .length = 64,
+		.lkey = mr->lkey,
+	};
+	struct ibv_recv_wr w = {
+		.wr_id = 1000 + slot, .sg_list = &s, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_srq_recv(srq, &w, &bad);
+}
+
+/*
+ * SENDs of 8 bytes ("srq" and the slot) for slots @first..@first + @n - 1
+ * through @qp connected to itself; 0 if every receive completed in order,
+ * with its bytes in its slot of @rbuf, and every send too
+ */
+static int srq_sends(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *smr,
+		     char *sbuf, char *rbuf, int first, int n)
+{
+	int i, sent = 0, recvd = 0;
+	long spins = 0;
+	struct ibv_wc wc;
+
+	for (i = first; i < first + n; i++) {
+		struct ibv_sge s = {
+			.addr = (uintptr_t)(sbuf + 8 * i), .length = 8,
+			.lkey = smr->lkey,
+		};
+		struct ibv_send_wr w = {
+			.wr_id = i, .sg_list = &s, .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		}, *bad;
+
+		snprintf(sbuf + 8 * i, 8, "srq%04d", i);
+		if (ibv_post_send(qp, &w, &bad))
+			return -1;
+	}
+	while ((sent < n || recvd < n) && spins++ < 50000000) {
+		int r = ibv_poll_cq(cq, 1, &wc);
+
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS)
+			return -1;
+		if (wc.opcode != IBV_WC_RECV) {
+			sent++;
+			continue;
+		}
+		i = first + recvd;
+		if (wc.wr_id != (uint64_t)(1000 + i) || wc.byte_len != 8 ||
+		    memcmp(rbuf + 64 * i, sbuf + 8 * i, 8))
+			return -1;
+		recvd++;
+	}
+	return sent == n && recvd == n ? 0 : -1;
+}
+
+/*
+ * ibv_modify_srq(IBV_SRQ_MAX_WR) (issue 12 item 3) with receives
+ * outstanding: a shrink below them is refused and changes nothing, a grow
+ * keeps them, and SENDs through a QP connected to itself take the old and
+ * the new receives in order
+ */
+static void check_resize_srq(struct ibv_context *ctx, struct ibv_pd *pd,
+			     int gidx, union ibv_gid *gid)
+{
+	static char sbuf[8 * 64], rbuf[64 * 64];
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_send_sge = 1 },
+	};
+	struct ibv_srq_attr ra = {};
+	struct ibv_mr *smr, *rmr;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = NULL;
+	int i, ret;
+
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	srq = ibv_create_srq(pd, &sa);
+	if (cq && srq) {
+		qa.send_cq = cq;
+		qa.recv_cq = cq;
+		qa.srq = srq;
+		qp = ibv_create_qp(pd, &qa);
+	}
+	smr = ibv_reg_mr(pd, sbuf, sizeof(sbuf), 0);
+	rmr = ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	if (!qp || !smr || !rmr || qp_to_rts(qp, gidx, gid, 1) ||
+	    ibv_query_srq(srq, &ra) || ra.max_wr != 16) {
+		result(0, "an SRQ and a QP connected to itself for SRQ resize",
+		       "errno %d, max_wr %u", errno, ra.max_wr);
+		return;
+	}
+	/* 12 receives, 2 taken: 10 outstanding */
+	for (i = 0, ret = 0; i < 12 && !ret; i++)
+		ret = post_srq_slot(srq, rmr, rbuf, i);
+	ret = ret ? ret : srq_sends(qp, cq, smr, sbuf, rbuf, 0, 2);
+	result(!ret, "SRQ resize: 12 receives on an SRQ of 16, 2 taken", NULL);
+
+	ra.max_wr = 8;
+	ret = ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR);
+	memset(&ra, 0, sizeof(ra));
+	result(ret == EINVAL && !ibv_query_srq(srq, &ra) && ra.max_wr == 16,
+	       "ibv_modify_srq(IBV_SRQ_MAX_WR) to 8 below the 10 outstanding is refused, the SRQ unchanged",
+	       "returned %d, max_wr %u", ret, ra.max_wr);
+
+	ra.max_wr = 40;
+	ret = ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR);
+	memset(&ra, 0, sizeof(ra));
+	result(!ret && !ibv_query_srq(srq, &ra) && ra.max_wr == 64,
+	       "ibv_modify_srq(IBV_SRQ_MAX_WR) to 40 with 10 receives outstanding: 64 entries",
+	       "returned %d, max_wr %u", ret, ra.max_wr);
+	/* 40 more: 50 outstanding, more than the old 16 held */
+	for (i = 12, ret = 0; i < 52 && !ret; i++)
+		ret = post_srq_slot(srq, rmr, rbuf, i);
+	result(!ret, "SRQ resize: 40 more receives posted (50 outstanding)",
+	       "returned %d at %d", ret, i - 1);
+	result(!ret && !srq_sends(qp, cq, smr, sbuf, rbuf, 2, 50),
+	       "SRQ resize: 50 SENDs to itself take the old and the new receives in order, data right",
+	       NULL);
+
+	ibv_destroy_qp(qp);
+	ibv_destroy_srq(srq);
+	ibv_dereg_mr(rmr);
+	ibv_dereg_mr(smr);
+	ibv_destroy_cq(cq);
+}
+
 static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	static char buf[8192];
@@ -573,6 +710,9 @@ int main(int argc, char **argv)
 		  IBV_DEVICE_MEM_WINDOW_TYPE_2B)),
 	       "no memory-window flag (no memory windows)", "flags %#x",
 	       dx.orig_attr.device_cap_flags);
+	result(dx.orig_attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE,
+	       "IBV_DEVICE_SRQ_RESIZE set (ibv_modify_srq(IBV_SRQ_MAX_WR))",
+	       "flags %#x", dx.orig_attr.device_cap_flags);
 	result(!(dx.orig_attr.device_cap_flags & IBV_DEVICE_RESIZE_MAX_WR),
 	       "IBV_DEVICE_RESIZE_MAX_WR clear (no QP resize)", "flags %#x",
 	       dx.orig_attr.device_cap_flags);
@@ -607,6 +747,7 @@ int main(int argc, char **argv)
 	check_limits(ctx, pd, &dx.orig_attr, gidx, &gid);
 	check_rereg(ctx, pd, gidx, &gid);
 	check_resize_cq(ctx, pd, gidx, &gid);
+	check_resize_srq(ctx, pd, gidx, &gid);
 	check_unsupported(ctx, pd);
 
 	ibv_dealloc_pd(pd);
