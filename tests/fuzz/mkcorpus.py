@@ -1194,6 +1194,55 @@ def resize_cq():
 
 
 
+SRQ_OP = 4          # RESIZE: cq & 4 resizes the SRQ (op_resize())
+
+
+def resize_srq():
+    """RESIZE_SRQ of B's SRQ (64 entries, the driver's) with receives
+    posted: 3 taken by A's SENDs, the 7 not taken carried at their
+    indices, 58 more posted past the old size, 65 SENDs take them in
+    order; refusals (no room for the 7, bad depths, a reserved byte, no
+    such SRQ, pages where there is no RAM) keep the old ring; the SRQ's
+    own pages as the new ring."""
+    i = Input()
+    for n in range(10):
+        i.recv(B, RC_SRQ, 0xe00 + n, [sge(n * 64, 64)])
+    for n in range(3):
+        i.send(A, RC_SRQ, 'QHCA_WQE_SEND', 0xd00 + n, [sge(0x10000, 32)])
+    for n in range(3):
+        i.expect(A, RC_SRQ, 0xd00 + n).expect(B, RC_SRQ, 0xe00 + n)
+    for st, kw in (('QHCA_CMD_ERR_PARAM', dict(log=2, mem=0)),
+                   ('QHCA_CMD_ERR_PARAM', dict(log=0, mem=0)),
+                   ('QHCA_CMD_ERR_PARAM', dict(log=13, mem=0)),
+                   ('QHCA_CMD_ERR_PARAM', dict(cq=SRQ_OP | 8, log=8)),
+                   ('QHCA_CMD_ERR_HANDLE', dict(cq=SRQ_OP | 2, arg=99,
+                                                log=8)),
+                   ('QHCA_CMD_ERR_HANDLE', dict(cq=SRQ_OP | 3, log=8)),
+                   ('QHCA_CMD_ERR_HANDLE', dict(cq=SRQ_OP | 1, log=8)),
+                   ('QHCA_CMD_ERR_DMA', dict(log=8, mem=6, arg=1)),
+                   (None, dict(log=8, mem=1))):
+        kw.setdefault('cq', SRQ_OP)
+        i.status_op('RESIZE', st, dev=B, **kw)
+    # the old ring is still the SRQ's
+    i.send(A, RC_SRQ, 'QHCA_WQE_SEND', 0xd03, [sge(0x10000, 32)])
+    i.expect(A, RC_SRQ, 0xd03).expect(B, RC_SRQ, 0xe03)
+    i.status_op('RESIZE', dev=B, cq=SRQ_OP, log=8, mem=0)
+    for n in range(10, 68):
+        i.recv(B, RC_SRQ, 0xe00 + n, [sge(n * 64, 64)])
+    for first in range(4, 68, 32):
+        last = min(first + 32, 68)
+        for n in range(first, last):
+            i.send(A, RC_SRQ, 'QHCA_WQE_SEND', 0xd00 + n,
+                   [sge(0x10000, 32)])
+        for n in range(first, last):
+            i.expect(A, RC_SRQ, 0xd00 + n).expect(B, RC_SRQ, 0xe00 + n)
+    # its own ring's pages (what is carried is copied onto itself)
+    i.recv(B, RC_SRQ, 0xe44, [sge(0, 64)])
+    i.status_op('RESIZE', dev=B, cq=SRQ_OP, log=8, mem=3)
+    i.send(A, RC_SRQ, 'QHCA_WQE_SEND', 0xd44, [sge(0x10000, 32)])
+    return i.expect(A, RC_SRQ, 0xd44).expect(B, RC_SRQ, 0xe44)
+
+
 # UD multicast (docs/hardware.md 10.3): MCAST flags, group kinds of
 # group_gid(), the first UD QP MCAST makes (table slot 5), GRH area
 DETACH, NEW_QP, NEW_QP_SRQ, RESERVED, GROUP_AH, MORE_QPS = 1, 2, 4, 8, 16, 32
@@ -1382,6 +1431,7 @@ SEEDS = {
     'ipv6-mixed-versions': ipv6_mixed_versions,
     'rereg-mr': rereg_mr,
     'resize-cq': resize_cq,
+    'resize-srq': resize_srq,
     'mcast-ud': mcast_ud,
     'mcast-hostile-frames': mcast_hostile_frames,
     'mcast-commands': mcast_commands,
@@ -1570,6 +1620,8 @@ def dictionary():
     add('resize_cq', Input().status_op('RESIZE', None, dev=A, log=4))
     add('resize_cq_own', Input().status_op('RESIZE', None, dev=B, log=8,
                                            mem=3))
+    add('resize_srq', Input().status_op('RESIZE', None, dev=B, cq=SRQ_OP,
+                                        log=8))
     # UD multicast
     add('mcast_attach4', Input().mcast(B, UD, G4, 5, status=None))
     add('mcast_attach6', Input().mcast(B, UD, G6, 0x42, status=None))

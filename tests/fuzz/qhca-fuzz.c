@@ -153,7 +153,11 @@
  *   28 RESIZE      RESIZE_CQ of cq % 4 (the driver's CQ, the next CQ
  *                  number, arg, 0) to 2^log entries in mem % 8
  *                  (op_resize()); a good one of the driver's CQ moves the
- *                  driver to the new ring at index 0
+ *                  driver to the new ring at index 0.  With cq & 4
+ *                  RESIZE_SRQ of the driver's SRQ (the next SRQ number,
+ *                  arg, 0) instead, cq & 8 a reserved byte set; a good one
+ *                  of the driver's SRQ moves the driver's SRQ ring, its
+ *                  producer index unchanged
  *   29 MCAST       ATTACH_MCAST (flags & 1: DETACH_MCAST) of qp to the
  *                  group group_gid(group, val) (IPv4-mapped 224/4, IPv6
  *                  ff00::/8, or hostile: just outside 224/4, unicast,
@@ -1841,40 +1845,48 @@ static void op_rereg(Fz *f)
  * own ring's pages, 4 a new ring and arg & 0x7f pages, 5 a new ring with
  * page shift 12 + arg % 20, 6 BAR0 and BAR2 (arg & 1: pages where there
  * is no RAM), 7 the command queue's pages.  A good resize of the driver's
- * CQ moves the driver to the new ring at index 0
+ * CQ moves the driver to the new ring at index 0.  With cq & 4 the same
+ * for RESIZE_SRQ of the driver's SRQ (the next SRQ number, arg, none) and
+ * its ring; cq & 8 sets a reserved byte; a good resize of the driver's SRQ
+ * moves the driver to the new ring at the same producer index
  */
 static void op_resize(Fz *f)
 {
     FzResize a;
     struct qhca_cmd_resize_cq r = { 0 };
+    struct qhca_cmd_resize_srq rs = { 0 };
+    struct qhca_pbl_desc desc;
     uint64_t pages[HX_RING_MAX_PAGES], mem = 0;
     HxDev *d;
     HxRing *old, nr = { 0 };
-    uint32_t arg, n, i, result = 0, shift, cqn;
+    uint32_t arg, n, i, result = 0, shift, num, own, stride_log;
+    bool srq;
     int st;
 
     d = take_dev_up(f, &a, sizeof(a));
     if (!d) {
         return;
     }
-    old = &d->drv.cq;
+    srq = a.cq & 4;
+    old = srq ? &d->drv.srq : &d->drv.cq;
+    own = srq ? d->drv.srqn : d->drv.cqn;
+    stride_log = srq ? d->drv.srq.stride_log : __builtin_ctz(QHCA_CQE_SIZE);
     arg = le32_to_cpu(a.arg);
     switch (a.cq % 4) {
     case 0:
-        cqn = d->drv.cqn;
+        num = own;
         break;
     case 1:
-        cqn = d->drv.cqn + 1;
+        num = own + 1;
         break;
     case 2:
-        cqn = arg;
+        num = arg;
         break;
     default:
-        cqn = 0;
+        num = 0;
         break;
     }
-    n = DIV_ROUND_UP((uint64_t)QHCA_CQE_SIZE << MIN(a.log, 15),
-                     QHCA_PAGE_SIZE);
+    n = DIV_ROUND_UP(1ULL << (stride_log + MIN(a.log, 15)), QHCA_PAGE_SIZE);
     n = MIN(n, HX_RING_MAX_PAGES);
     if (a.mem % 8 <= 1 || a.mem % 8 == 4 || a.mem % 8 == 5) {
         mem = hx_alloc_ring_pages(d, n);
@@ -1902,34 +1914,45 @@ static void op_resize(Fz *f)
             break;
         }
     }
-    r.mem = hx_pbl(d, pages, n, QHCA_PAGE_SHIFT);
+    desc = hx_pbl(d, pages, n, QHCA_PAGE_SHIFT);
     switch (a.mem % 8) {
     case 1:
-        r.mem.pbl_addr = cpu_to_le64(0xdead00000000ULL);
+        desc.pbl_addr = cpu_to_le64(0xdead00000000ULL);
         break;
     case 4:
-        r.mem.num_pages = cpu_to_le32(arg & 0x7f);
+        desc.num_pages = cpu_to_le32(arg & 0x7f);
         break;
     case 5:
-        r.mem.page_shift = 12 + arg % 20;
+        desc.page_shift = 12 + arg % 20;
         break;
     }
-    r.cqn = cpu_to_le32(cqn);
-    r.log_depth = a.log;
-    st = hx_cmd(d, QHCA_CMD_RESIZE_CQ, &r, sizeof(r), &result);
-    status_check("RESIZE_CQ", d, st, a.status);
-    if (st != QHCA_CMD_OK || cqn != d->drv.cqn) {
+    if (srq) {
+        rs.srqn = cpu_to_le32(num);
+        rs.log_depth = a.log;
+        rs.reserved[2] = (a.cq & 8) ? 1 : 0;
+        rs.mem = desc;
+        st = hx_cmd(d, QHCA_CMD_RESIZE_SRQ, &rs, sizeof(rs), &result);
+        status_check("RESIZE_SRQ", d, st, a.status);
+    } else {
+        r.cqn = cpu_to_le32(num);
+        r.log_depth = a.log;
+        r.mem = desc;
+        st = hx_cmd(d, QHCA_CMD_RESIZE_CQ, &r, sizeof(r), &result);
+        status_check("RESIZE_CQ", d, st, a.status);
+    }
+    if (st != QHCA_CMD_OK || num != own) {
         return;
     }
     if (result > 1u << MIN(a.log, 15)) {
-        strict_fail("RESIZE_CQ on device %c: %u CQEs carried to a ring of "
-                    "%u", d->name, result, 1u << MIN(a.log, 15));
+        strict_fail("%s on device %c: %u entries carried to a ring of %u",
+                    srq ? "RESIZE_SRQ" : "RESIZE_CQ", d->name, result,
+                    1u << MIN(a.log, 15));
     }
     /* the ring as the device sees it, in 4 KiB pages */
-    shift = r.mem.page_shift >= 12 && r.mem.page_shift <= 31 ?
-            r.mem.page_shift - 12 : 0;
+    shift = desc.page_shift >= 12 && desc.page_shift <= 31 ?
+            desc.page_shift - 12 : 0;
     nr.log = MIN(a.log, 15);
-    nr.stride_log = 5;
+    nr.stride_log = stride_log;
     nr.npages = MIN(n, HX_RING_MAX_PAGES);
     for (i = 0; i < nr.npages; i++) {
         uint32_t e = i >> MIN(shift, 31);
@@ -1940,8 +1963,12 @@ static void op_resize(Fz *f)
     if (a.mem % 8 == 1) {
         nr.npages = 0;
     }
-    d->drv.cq = nr;
-    d->drv.cq_ci = 0;
+    if (srq) {
+        d->drv.srq = nr;
+    } else {
+        d->drv.cq = nr;
+        d->drv.cq_ci = 0;
+    }
 }
 
 /*

@@ -15,8 +15,9 @@
  *     it names, until the MR is deregistered;
  *   - a REREG_MR with a new translation, once it completes with OK: the
  *     pages it describes (or its physical range) instead of the MR's old
- *     ones; a RESIZE_CQ: its new ring's pages while it runs (it copies the
- *     CQEs held there), then, if OK, instead of the CQ's old ring.
+ *     ones; a RESIZE_CQ (RESIZE_SRQ): its new ring's pages while it runs
+ *     (it copies the CQEs held, the WQEs not yet taken there), then, if
+ *     OK, instead of the CQ's (SRQ's) old ring.
  *
  * Granularity is the 4 KiB page, and whole described pages are granted (a
  * ring of 1 KiB in a 4 KiB page grants the page): an over-approximation, so
@@ -366,6 +367,9 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
     case QHCA_CMD_RESIZE_CQ:
         descs[0] = &c->resize_cq.mem;
         break;
+    case QHCA_CMD_RESIZE_SRQ:
+        descs[0] = &c->resize_srq.mem;
+        break;
     default:
         break;
     }
@@ -379,8 +383,11 @@ static void command_read(HxDev *d, const struct qhca_cmd *c)
             build_pbl(d, descs[i], true, false);
         }
     }
-    /* RESIZE_CQ copies the CQEs held into the new ring while it runs */
-    if (op == QHCA_CMD_RESIZE_CQ) {
+    /*
+     * RESIZE_CQ copies the CQEs held into the new ring while it runs,
+     * RESIZE_SRQ the WQEs not yet taken
+     */
+    if (op == QHCA_CMD_RESIZE_CQ || op == QHCA_CMD_RESIZE_SRQ) {
         build_pbl(d, descs[0], false, true);
     }
     build_end(g, &g->cmd, true);
@@ -458,9 +465,10 @@ static void forget_sq(HxGrants *g, uint32_t qpn)
 }
 
 /*
- * A REREG_MR that changed the translation, or a RESIZE_CQ, completed: the
- * object's memory is what the command described from now on, and no
- * longer what it had before (its old pages are the guest's again)
+ * A REREG_MR that changed the translation, a RESIZE_CQ or a RESIZE_SRQ
+ * completed: the object's memory is what the command described from now
+ * on, and no longer what it had before (its old pages are the guest's
+ * again)
  */
 static void object_moved(HxGrants *g, uint16_t op)
 {
@@ -477,6 +485,12 @@ static void object_moved(HxGrants *g, uint16_t op)
             return;
         }
         s = &g->obj[GK_MR][idx];
+    } else if (op == QHCA_CMD_RESIZE_SRQ) {
+        idx = le32_to_cpu(c->resize_srq.srqn);
+        if (idx >= gk_max[GK_SRQ]) {
+            return;
+        }
+        s = &g->obj[GK_SRQ][idx];
     } else {
         idx = le32_to_cpu(c->resize_cq.cqn);
         if (idx >= gk_max[GK_CQ]) {
@@ -507,7 +521,8 @@ static void command_done(HxDev *d, const struct qhca_cmd_comp *comp)
     if (le16_to_cpu(comp->status) != QHCA_CMD_OK) {
         goto out;
     }
-    if (op == QHCA_CMD_REREG_MR || op == QHCA_CMD_RESIZE_CQ) {
+    if (op == QHCA_CMD_REREG_MR || op == QHCA_CMD_RESIZE_CQ ||
+        op == QHCA_CMD_RESIZE_SRQ) {
         object_moved(g, op);
         goto out;
     }
