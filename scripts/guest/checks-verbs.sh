@@ -75,6 +75,14 @@ pcheck "rping -C 10 -S 4096 -V" 1 2 60 "cm:$VPORT" \
 	"rping -c -a \$SRV -p $VPORT -C 10 -S 4096 -V -v" \
 	"v_rping 10"
 
+# --- IBA 1.5: ATOMIC WRITE and FLUSH (guest-driver/tools/qhca-place.c, --add'ed) -------------
+if [ -x /qhca/qhca-place ]; then
+	vport
+	pcheck "qhca-place: WRITE, ATOMIC WRITE, FLUSH" 1 2 60 "tcp:$VPORT" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT \$SRV" v_place
+fi
+
 # --- perftest: 1 byte, 64 KiB, 1 MiB; with and without rdma_cm --------------------------------
 for _t in ib_send_bw ib_write_bw ib_read_bw; do
 	perf $_t 1 20

@@ -479,6 +479,13 @@ v_pingpong() {
 	return 0
 }
 
+# v_place: qhca-place passed all its checks on this side
+v_place() {
+	grep -q '^place: all ok' "$OUT" && return 0
+	grep '^not ok' "$OUT" | head -5
+	return 1
+}
+
 # v_rping COUNT: the rping client printed COUNT validated pings (-v)
 v_rping() {
 	[ "$ROLE" = server ] && return 0

@@ -32,6 +32,13 @@ both() {
 			pcheck "$_p -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
 				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c" \
 				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c \$SRV" v_pingpong ;;
+		place)
+			# ATOMIC WRITE (IBA 1.5): guest-driver/tools/qhca-place.c.
+			# -F: no FLUSH, whose ICRC Soft-RoCE computes its own way
+			# (docs/verbs.md); the main part runs FLUSH qhca to qhca
+			pcheck "qhca-place -F: WRITE, ATOMIC WRITE ($_l)" "$1" "$2" 90 "tcp:$port" \
+				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port" \
+				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F \$SRV" v_place ;;
 		rping)
 			pcheck "rping -C 10 -S 4096 -V ($_l)" "$1" "$2" 90 "cm:$port" \
 				"rping -s -a \$SRV -p $port -C 10 -S 4096 -V" \
@@ -62,6 +69,7 @@ T=ib_send_bw A="-x \$PAIR_GIDX -s 4096 -n 10" R=tcp S=4096 both
 T=ib_atomic_bw A="-x \$PAIR_GIDX -o 16 -n 10" R=tcp S=8 both
 T=ib_atomic_bw A="-R -n 10" R=cm S=8 both
 T=rping both
+T=place both
 pair_notes
 pair_stop_mailbox
 checks_done

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca-place: RDMA ATOMIC WRITE and RDMA FLUSH (IBA 1.5, issue 12 item 6)
+ * between two RoCE devices of any make, so that qhca and Soft-RoCE can be
+ * tried against each other both ways.
+ *
+ *   server: qhca-place -d DEV -g GIDX -p PORT
+ *   client: qhca-place -d DEV -g GIDX -p PORT [-F] SERVER_IP
+ *
+ * The server registers 4 KiB with remote write and global-flush rights and
+ * sends its QP, GID, rkey and address over TCP.  The client, through the
+ * ibv_wr_*() API, writes 64 bytes, ATOMIC WRITEs 8 bytes, FLUSHes a range
+ * and the whole region, and checks each completion's status and opcode;
+ * then a misaligned ATOMIC WRITE must fail with a remote invalid request.
+ * The server then checks its memory: the write and the 8 bytes landed, the
+ * misaligned one did not, nothing else changed.  Each side prints
+ * "ok - NAME" or "not ok - NAME" lines and "place: all ok" if all passed.
+ *
+ * -F (client): no FLUSH.  Soft-RoCE (Linux 6.12) computes the ICRC of its
+ * RC_FLUSH packets over the headers twice (its opcode table gives FLUSH no
+ * payload offset, so it takes the packet from the BTH on as payload), and
+ * drops the FLUSH packets of a device that follows the spec for the same
+ * reason: FLUSH does not interoperate with it (docs/verbs.md).
+ *
+ * Copyright (c) 2026 The qhca authors
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>	/* device_cap_flags_ex bits */
+
+#define REGION		4096
+#define AW_OFF		8
+#define AW_BAD_OFF	36
+#define WR_OFF		64
+#define WR_LEN		64
+
+static int failed;
+
+static void result(int ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - %s", ok ? "ok" : "not ok", name);
+	if (!ok && fmt) {
+		printf(" (");
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf(")");
+	}
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		failed = 1;
+}
+
+static void die(const char *what)
+{
+	printf("not ok - %s (%s)\n", what, strerror(errno));
+	exit(1);
+}
+
+struct peer {
+	uint32_t qpn, psn, rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+static int tcp_connect(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int fd, i;
+
+	if (getaddrinfo(host, port, &hints, &res))
+		return -1;
+	for (i = 0; i < 300; i++) {	/* the server may not listen yet */
+		fd = socket(res->ai_family, SOCK_STREAM, 0);
+		if (fd >= 0 && !connect(fd, res->ai_addr, res->ai_addrlen))
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		usleep(100000);
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int tcp_accept(const char *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int one = 1, s, fd;
+
+	sa.sin_port = htons(atoi(port));
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 1))
+		return -1;
+	fd = accept(s, NULL, NULL);
+	close(s);
+	return fd;
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+static int to_rts(struct ibv_qp *qp, const struct peer *me,
+		  const struct peer *them, int gidx, int access)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = them->qpn;
+	a.rq_psn = them->psn;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = them->gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = me->psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		return errno;
+	return 0;
+}
+
+/* Poll one completion (at most 20 s) */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 200000; i++) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(100);
+	}
+	return 0;
+}
+
+static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
+		      enum ibv_wc_status status, int opcode, const char *name)
+{
+	struct ibv_wc wc;
+
+	if (!poll_one(cq, &wc)) {
+		result(0, name, "no completion");
+		return;
+	}
+	result(wc.wr_id == wr_id && wc.status == status &&
+	       (opcode < 0 || wc.opcode == (enum ibv_wc_opcode)opcode), name,
+	       "wr_id %llu status %d (%s) opcode %d",
+	       (unsigned long long)wc.wr_id, wc.status,
+	       ibv_wc_status_str(wc.status), wc.opcode);
+}
+
+static void fill_pattern(uint8_t *b)
+{
+	int i;
+
+	for (i = 0; i < REGION; i++)
+		b[i] = (uint8_t)(i * 7 + 3);
+}
+
+static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+		   const struct peer *srv, int no_flush)
+{
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+	uint8_t *buf = mr->addr;
+
+	memset(buf, 0x5a, WR_LEN);
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, srv->rkey, srv->addr + WR_OFF);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, WR_LEN);
+	qpx->wr_id = 2;
+	ibv_wr_atomic_write(qpx, srv->rkey, srv->addr + AW_OFF, "ATOMWRIT");
+	if (!no_flush) {
+		qpx->wr_id = 3;
+		ibv_wr_flush(qpx, srv->rkey, srv->addr, REGION,
+			     IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
+		qpx->wr_id = 4;
+		ibv_wr_flush(qpx, srv->rkey, srv->addr, 0, IBV_FLUSH_GLOBAL,
+			     IBV_FLUSH_MR);
+	}
+	result(!ibv_wr_complete(qpx), no_flush ?
+	       "client: WRITE and ATOMIC WRITE posted" :
+	       "client: WRITE, ATOMIC WRITE, 2 FLUSHes posted",
+	       "%s", strerror(errno));
+	expect_wc(cq, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		  "client: RDMA WRITE completes");
+	expect_wc(cq, 2, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE,
+		  "client: ATOMIC WRITE completes (IBV_WC_ATOMIC_WRITE)");
+	if (!no_flush) {
+		expect_wc(cq, 3, IBV_WC_SUCCESS, IBV_WC_FLUSH,
+			  "client: FLUSH of a range completes (IBV_WC_FLUSH)");
+		expect_wc(cq, 4, IBV_WC_SUCCESS, IBV_WC_FLUSH,
+			  "client: FLUSH of the whole region completes");
+	}
+
+	/* last: it ends the connection */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 5;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, srv->rkey, srv->addr + AW_BAD_OFF, "MISALIGN");
+	result(!ibv_wr_complete(qpx), "client: a misaligned ATOMIC WRITE posted",
+	       "%s", strerror(errno));
+	expect_wc(cq, 5, IBV_WC_REM_INV_REQ_ERR, -1,
+		  "client: a misaligned ATOMIC WRITE fails: remote invalid request");
+}
+
+static void server_check(const uint8_t *buf)
+{
+	uint8_t want[REGION];
+
+	fill_pattern(want);
+	memcpy(want + AW_OFF, "ATOMWRIT", 8);
+	memset(want + WR_OFF, 0x5a, WR_LEN);
+	result(!memcmp(buf + AW_OFF, "ATOMWRIT", 8),
+	       "server: the 8 bytes of the ATOMIC WRITE landed as sent", NULL);
+	result(!memcmp(buf + AW_BAD_OFF, want + AW_BAD_OFF, 8),
+	       "server: the misaligned ATOMIC WRITE left memory alone", NULL);
+	result(!memcmp(buf, want, REGION),
+	       "server: the WRITE landed, nothing else changed", NULL);
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = NULL, *port = "18900", *srv_ip = NULL;
+	int gidx = 0, opt, fd, access, err, no_flush = 0;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr_ex dattr;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct peer me = { 0 }, them;
+	uint8_t *buf;
+	char ok = 1;
+	int i;
+
+	while ((opt = getopt(argc, argv, "d:g:p:F")) != -1) {
+		switch (opt) {
+		case 'F':
+			no_flush = 1;
+			break;
+		case 'd':
+			devname = optarg;
+			break;
+		case 'g':
+			gidx = atoi(optarg);
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: %s -d DEV -g GIDX -p PORT [-F] [SERVER]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		srv_ip = argv[optind];
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i] && !ctx; i++)
+		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("open the device");
+	memset(&dattr, 0, sizeof(dattr));
+	if (ibv_query_device_ex(ctx, NULL, &dattr))
+		die("ibv_query_device_ex");
+	result((dattr.device_cap_flags_ex & IB_UVERBS_DEVICE_ATOMIC_WRITE) &&
+	       (dattr.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_GLOBAL),
+	       "the device offers ATOMIC WRITE and global FLUSH",
+	       "device_cap_flags_ex %#llx",
+	       (unsigned long long)dattr.device_cap_flags_ex);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	buf = aligned_alloc(4096, REGION);
+	if (!pd || !cq || !buf)
+		die("PD, CQ and buffer");
+	fill_pattern(buf);
+	access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		 IBV_ACCESS_FLUSH_GLOBAL;
+	mr = ibv_reg_mr(pd, buf, REGION, access);
+	if (!mr)
+		die("ibv_reg_mr with IBV_ACCESS_FLUSH_GLOBAL");
+	{
+		struct ibv_qp_init_attr_ex a = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = pd,
+			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+					  IBV_QP_EX_WITH_ATOMIC_WRITE |
+					  IBV_QP_EX_WITH_FLUSH,
+		};
+
+		qp = ibv_create_qp_ex(ctx, &a);
+	}
+	if (!qp)
+		die("ibv_create_qp_ex with WITH_ATOMIC_WRITE | WITH_FLUSH");
+	if (ibv_query_gid(ctx, 1, gidx, &me.gid))
+		die("ibv_query_gid");
+	me.qpn = qp->qp_num;
+	me.psn = (getpid() * 4099u) & 0xffffff;
+	me.rkey = mr->rkey;
+	me.addr = (uintptr_t)buf;
+
+	fd = srv_ip ? tcp_connect(srv_ip, port) : tcp_accept(port);
+	if (fd < 0 || send_all(fd, &me, sizeof(me)) ||
+	    recv_all(fd, &them, sizeof(them)))
+		die("exchange over TCP");
+	err = to_rts(qp, &me, &them, gidx, access);
+	if (err) {
+		errno = err;
+		die("QP to RTS");
+	}
+	/* both are at RTS before the client starts */
+	if (send_all(fd, &ok, 1) || recv_all(fd, &ok, 1))
+		die("sync over TCP");
+	if (srv_ip) {
+		client(qp, cq, mr, &them, no_flush);
+		ok = !failed;
+		if (send_all(fd, &ok, 1))
+			die("done over TCP");
+	} else {
+		if (recv_all(fd, &ok, 1))
+			die("waiting for the client");
+		result(ok, "server: the client's checks passed", NULL);
+		server_check(buf);
+	}
+	close(fd);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	if (!failed)
+		printf("place: all ok\n");
+	return failed;
+}
