@@ -411,11 +411,12 @@ static int qhca_qp_attr_to_hw(struct qhca_dev *dev, struct qhca_qp *qp,
 	a->qp_state = next;
 	a->cur_qp_state = attr->cur_qp_state;
 	a->en_sqd_async_notify = attr->en_sqd_async_notify;
-	/* rights the device cannot honour (flush to persistence) */
-	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    qhca_ib_access(qhca_access(attr->qp_access_flags)) !=
-	    attr->qp_access_flags)
-		return -EOPNOTSUPP;
+	/*
+	 * IB_ACCESS_FLUSH_PERSISTENT is not kept: the kernel's CM asks for it
+	 * on every passive QP of a device that offers any FLUSH, and no MR can
+	 * have it (IB_DEVICE_FLUSH_PERSISTENT is not offered), so a FLUSH to
+	 * persistence is refused at the MR whatever the QP says
+	 */
 	a->access_flags = cpu_to_le32(qhca_access(attr->qp_access_flags));
 	a->qkey = cpu_to_le32(attr->qkey);
 	if (mask & IB_QP_AV) {

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>	/* device_cap_flags_ex bits */
 
 static int failed;
 
@@ -657,6 +658,74 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	ibv_destroy_cq(cq);
 }
 
+/*
+ * IBA 1.5 placement rights (issue 12 item 6): ATOMIC WRITE and global FLUSH
+ * offered, flush to persistence not (no persistent memory behind guest
+ * RAM), and refused where asked for
+ */
+static void check_placement(struct ibv_context *ctx, struct ibv_pd *pd,
+			    const struct ibv_device_attr_ex *dx)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int ret;
+
+	result((dx->device_cap_flags_ex & IB_UVERBS_DEVICE_ATOMIC_WRITE) &&
+	       (dx->device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_GLOBAL) &&
+	       !(dx->device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_PERSISTENT),
+	       "ATOMIC WRITE and global FLUSH offered, FLUSH to persistence not",
+	       "device_cap_flags_ex %#llx",
+	       (unsigned long long)dx->device_cap_flags_ex);
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_FLUSH_PERSISTENT);
+	expect_eopnotsupp("ibv_reg_mr with IBV_ACCESS_FLUSH_PERSISTENT",
+			  PTR_ERR(mr));
+	if (mr)
+		ibv_dereg_mr(mr);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL);
+	result(mr != NULL, "ibv_reg_mr with IBV_ACCESS_FLUSH_GLOBAL", "errno %d",
+	       errno);
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	qp = cq ? rc_qp(pd, cq, 4, 1) : NULL;
+	if (!qp) {
+		result(0, "an RC QP for the placement rights", "errno %d",
+		       errno);
+		goto out;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	/*
+	 * The kernel's CM gives a passive QP both flush rights whenever the
+	 * device offers either: the QP takes the persistent one and does not
+	 * keep it (no MR can have it)
+	 */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL |
+			    IBV_ACCESS_FLUSH_PERSISTENT;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	if (!ret)
+		ret = ibv_query_qp(qp, &a, IBV_QP_ACCESS_FLAGS, &ia);
+	result(!ret && a.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE |
+					     IBV_ACCESS_FLUSH_GLOBAL),
+	       "a QP given both flush rights (as rdma_cm does) keeps the global one (ibv_query_qp)",
+	       "ret %d, access %#x", ret, a.qp_access_flags);
+	ibv_destroy_qp(qp);
+out:
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
 int main(int argc, char **argv)
 {
 	const char *want = NULL;
@@ -746,6 +815,7 @@ int main(int argc, char **argv)
 
 	check_limits(ctx, pd, &dx.orig_attr, gidx, &gid);
 	check_rereg(ctx, pd, gidx, &gid);
+	check_placement(ctx, pd, &dx);
 	check_resize_cq(ctx, pd, gidx, &gid);
 	check_resize_srq(ctx, pd, gidx, &gid);
 	check_unsupported(ctx, pd);
