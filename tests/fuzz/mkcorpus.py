@@ -256,6 +256,36 @@ def atomics():
     return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
 
 
+def placement():
+    """IBA 1.5 (issue 12 item 6): ATOMIC WRITE and FLUSH on a QP with the
+    global-flush right, then the refused ones: a FLUSH frame with reserved
+    FETH bits, a misaligned ATOMIC WRITE."""
+    i = Input()
+    i.connect(access=0x1e)
+    aw = struct.unpack('<Q', b'ATOMWRIT')[0]
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_WRITE', 1, remote=0x108, add=aw)
+    i.expect(A, RC, 1)
+    # a range (FETH 1: global, range), then the whole MR (0x11)
+    i.send(A, RC, 'QHCA_WQE_FLUSH', 2, remote=0, add=4096, swap=1 << 32)
+    i.send(A, RC, 'QHCA_WQE_FLUSH', 3, remote=0x20, add=0, swap=0x11 << 32)
+    i.expect(A, RC, 2).expect(A, RC, 3)
+    # persistence is never granted: a remote access error
+    i.send(A, RC, 'QHCA_WQE_FLUSH', 4, remote=0, add=64, swap=2 << 32)
+    i.expect(A, RC, 4, 'QHCA_CQE_REM_ACCESS_ERR')
+    i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+    i.connect(access=0x1e)
+    # a FLUSH frame with reserved FETH bits: NAKed, B's QP to ERR
+    i.op('FRAME', to=B, opcode=0x1c, qp=RC, psn_mode=0, psn=0xfffff0, flags=2,
+         dma_len=64, compare=0x101)
+    i.settle(20)
+    i.expect_qp(B, RC, 'QHCA_QPS_ERR')
+    i.connect(access=0x1e)
+    # misaligned ATOMIC WRITE: an invalid request
+    i.send(A, RC, 'QHCA_WQE_ATOMIC_WRITE', 5, remote=0x104, add=aw)
+    i.expect(A, RC, 5, 'QHCA_CQE_REM_INV_REQ_ERR')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
 def ud():
     i = Input()
     i.recv(B, UD, 0x77, [sge(0, 140)])
@@ -1390,6 +1420,7 @@ SEEDS = {
     'write-read-64k': lambda: write_read(64 << 10),
     'write-read-1m': lambda: write_read(1 << 20, 64),
     'atomics': atomics,
+    'placement': placement,
     'ud-grh': ud,
     'loopback': loopback,
     'rnr': rnr,

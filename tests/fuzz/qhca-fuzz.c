@@ -51,7 +51,8 @@
  *                  the MR (offset, length, key), inline data (a pattern),
  *                  remote offset and rkey into the peer's MR, atomic
  *                  operands, immediate (also the wr_id); rings the SQ
- *                  doorbell unless nodb.  On UD, rkey picks the AH: 1 the
+ *                  doorbell unless nodb; FLUSH takes its FETH from the
+ *                  high half of swap.  On UD, rkey picks the AH: 1 the
  *                  one to the peer's IPv6 GID, 2 the last AH a good AV
  *                  op made (if any), 3 the group AH the last MCAST with
  *                  flags & 16 made (if any; DestQP 0xFFFFFF), else and
@@ -69,7 +70,8 @@
  *                  device to & 1: BTH opcode, dest qp, PSN (psn_mode 0 the
  *                  raw psn, 1 the peer's last PSN to that QP + 1 + psn,
  *                  2 the target's last PSN from that QP + psn), extension
- *                  headers from the other fields, plen payload bytes;
+ *                  headers from the other fields (the FETH: compare's low
+ *                  32 bits), plen payload bytes;
  *                  flags: 1 SE, 2 AckReq, 4 source IP 6.6.6.6, 8 bad ICRC,
  *                  16 raw va (not an offset into the target's MR), 32 wrong
  *                  P_Key
@@ -842,6 +844,8 @@ static void op_send(Fz *f)
             w.rdma.rkey = cpu_to_le32(key_sel(peer, a.rkey));
             w.rdma.compare_add = a.add;
             w.rdma.swap = a.swap;
+            /* FLUSH: its FETH (placement type, selectivity level) */
+            w.rdma.feth = cpu_to_le32(le64_to_cpu(a.swap) >> 32);
         } else {
             bool group = a.rkey == 3 && mcast_ahn[d->idx];
 
@@ -1073,6 +1077,7 @@ static uint32_t frame_hdr(const FzFrame *fa, QhcaRoceHdr *hp)
     h.atomic_ack_orig = le64_to_cpu(a.swap_add);
     h.imm = le32_to_cpu(a.imm);
     h.ieth_rkey = key;
+    h.feth = le64_to_cpu(a.compare);    /* FLUSH */
     h.deth.qkey = a.qkey ? le32_to_cpu(a.qkey) : HX_QKEY;
     h.deth.src_qp = (a.src_qp ? le32_to_cpu(a.src_qp) :
                      from->drv.qp[HX_QP_UD].qpn) & QHCA_ROCE_QPN_MASK;
