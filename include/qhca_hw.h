@@ -117,6 +117,7 @@ typedef uint64_t qhca_le64;
 #define QHCA_CAP_MCAST			(1u << 6)	/* ATTACH/DETACH_MCAST */
 #define QHCA_CAP_ATOMIC_WRITE		(1u << 7)	/* RDMA ATOMIC WRITE (IBA 1.5) */
 #define QHCA_CAP_FLUSH_GLOBAL		(1u << 8)	/* RDMA FLUSH, global visibility */
+#define QHCA_CAP_MW			(1u << 9)	/* memory windows, type 1 and 2B */
 
 #define QHCA_STATUS_READY		(1u << 0)	/* CTRL.ENABLE and queues set up */
 #define QHCA_STATUS_FATAL		(1u << 1)	/* needs a reset */
@@ -234,6 +235,8 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_ATTACH_MCAST		= 0x1d,	/* struct qhca_cmd_mcast */
 	QHCA_CMD_DETACH_MCAST		= 0x1e,	/* struct qhca_cmd_mcast */
 	QHCA_CMD_RESIZE_SRQ		= 0x1f,	/* result: WQEs carried over */
+	QHCA_CMD_ALLOC_MW		= 0x20,	/* struct qhca_cmd_alloc_mw; result: key */
+	QHCA_CMD_DEALLOC_MW		= 0x21,	/* struct qhca_cmd_obj: the key */
 	QHCA_CMD_MAX
 };
 
@@ -307,7 +310,8 @@ struct qhca_cmd_obj {			/* every DESTROY_*, DEALLOC_PD, DEREG_MR,
 #define QHCA_ACCESS_REMOTE_READ		(1u << 2)
 #define QHCA_ACCESS_REMOTE_ATOMIC	(1u << 3)
 #define QHCA_ACCESS_FLUSH_GLOBAL	(1u << 4)	/* target of RDMA FLUSH */
-#define QHCA_ACCESS_MASK		0x1fu
+#define QHCA_ACCESS_MW_BIND		(1u << 5)	/* MR only: windows may be bound */
+#define QHCA_ACCESS_MASK		0x3fu
 
 /* Keys: index << 8 | variant.  Key 0 is never valid. */
 #define QHCA_KEY_INDEX_SHIFT		8
@@ -511,6 +515,26 @@ struct qhca_cmd_create_ah {
 #define QHCA_MAX_MCAST_GRP		64	/* groups per device */
 #define QHCA_MAX_MCAST_QP_ATTACH	16	/* QPs per group */
 #define QHCA_MCAST_QPN			0xffffff	/* multicast DestQP */
+/*
+ * Memory windows share the MR table and its key space (index << 8 |
+ * variant): a key names an MR or an MW.  A window is allocated unbound; a
+ * BIND_MW WQE binds it to part of an MR with QHCA_ACCESS_MW_BIND, giving
+ * it a new key (same index, new variant) and remote rights.  Type 1: bound
+ * and unbound (length 0) only by BIND_MW, usable from any QP of its PD.
+ * Type 2 (2B): bound only when unbound, to the QP that binds it, which is
+ * the only QP its key works on; unbound by LOCAL_INV or a SEND with
+ * invalidate on that QP.  DEALLOC_MW of a bound window is allowed; an MR
+ * with windows bound cannot be deregistered or re-registered (ERR_BUSY).
+ */
+#define QHCA_MW_TYPE_1			1
+#define QHCA_MW_TYPE_2			2
+
+struct qhca_cmd_alloc_mw {
+	qhca_le32 pdn;
+	qhca_u8 type;			/* QHCA_MW_TYPE_* */
+	qhca_u8 reserved[3];		/* 0 */
+};
+
 struct qhca_cmd_mcast {			/* ATTACH_MCAST, DETACH_MCAST */
 	qhca_le32 qpn;			/* a UD QP */
 	qhca_le32 reserved;		/* 0 */
@@ -542,6 +566,7 @@ struct qhca_cmd {
 		struct qhca_cmd_resize_cq resize_cq;
 		struct qhca_cmd_mcast mcast;
 		struct qhca_cmd_resize_srq resize_srq;
+		struct qhca_cmd_alloc_mw alloc_mw;
 	};
 };
 QHCA_CHECK_SIZE(struct qhca_cmd, QHCA_CMD_SIZE);
@@ -695,7 +720,8 @@ enum qhca_wqe_opcode {			/* Linux's enum ib_wr_opcode numbering */
 	QHCA_WQE_RDMA_READ		= 0x04,
 	QHCA_WQE_ATOMIC_CMP_AND_SWP	= 0x05,
 	QHCA_WQE_ATOMIC_FETCH_AND_ADD	= 0x06,
-	QHCA_WQE_LOCAL_INV		= 0x07,
+	QHCA_WQE_LOCAL_INV		= 0x07,	/* an MR or a type 2 MW */
+	QHCA_WQE_BIND_MW		= 0x08,	/* bind.*, no SGEs */
 	QHCA_WQE_SEND_WITH_INV		= 0x09,
 	QHCA_WQE_FLUSH			= 0x0e,	/* RC; rdma.*, no SGEs */
 	QHCA_WQE_ATOMIC_WRITE		= 0x0f,	/* RC; rdma.*, no SGEs */
@@ -767,6 +793,14 @@ struct qhca_send_wqe {
 			qhca_le32 remote_qkey;
 			qhca_le32 reserved[7];
 		} ud;
+		struct {		/* BIND_MW */
+			qhca_le64 addr;		/* window start, an iova of the MR */
+			qhca_le64 length;	/* 0: unbind (type 1 only) */
+			qhca_le32 mr_lkey;	/* the MR (QHCA_ACCESS_MW_BIND) */
+			qhca_le32 mw_key;	/* the window's key now */
+			qhca_le32 new_key;	/* its key after: same index */
+			qhca_le32 access;	/* QHCA_ACCESS_REMOTE_* */
+		} bind;
 		struct {		/* REG_MR */
 			qhca_le64 iova;
 			qhca_le64 length;
@@ -943,6 +977,7 @@ enum qhca_cqe_opcode {			/* Linux's enum ib_wc_opcode numbering */
 	QHCA_CQE_OP_RDMA_READ		= 2,
 	QHCA_CQE_OP_COMP_SWAP		= 3,
 	QHCA_CQE_OP_FETCH_ADD		= 4,
+	QHCA_CQE_OP_BIND_MW		= 5,
 	QHCA_CQE_OP_LOCAL_INV		= 6,
 	QHCA_CQE_OP_FLUSH		= 8,
 	QHCA_CQE_OP_ATOMIC_WRITE	= 9,
