@@ -429,11 +429,95 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
     return QHCA_CQE_SUCCESS;
 }
 
-/* LOCAL_INV and SEND_WITH_INV (status: a CQE status) */
-int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key)
+/*
+ * Memory windows (see QhcaMr and include/qhca_hw.h).  A window that is
+ * bound no more: its MR counts it no more.
+ */
+static void mw_unbind(QhcaCore *c, QhcaMr *mw)
+{
+    QhcaMr *mr;
+
+    if (!mw->valid) {
+        return;
+    }
+    mr = LOOKUP(c, mr, mw->mw_mr_key >> QHCA_KEY_INDEX_SHIFT);
+    if (mr && !mr->mw_type && mr->mw_bound) {
+        mr->mw_bound--;
+    }
+    mw->valid = false;
+    mw->access = 0;
+    mw->iova = 0;
+    mw->length = 0;
+}
+
+/*
+ * BIND_MW work request (status: a CQE status): window @mw_key of the QP's
+ * PD gets @new_key (same index) and, unless @len is 0 (type 1: unbind),
+ * [@addr, @addr + @len) of MR @mr_lkey with the remote rights @access.  A
+ * type 2 window must be unbound, and is bound to QP @qpn alone.
+ */
+int qhca_mw_bind(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t mw_key,
+                 uint32_t new_key, uint32_t mr_lkey, uint64_t addr,
+                 uint64_t len, uint32_t access)
+{
+    QhcaMr *mw = LOOKUP(c, mr, mw_key >> QHCA_KEY_INDEX_SHIFT);
+    QhcaMr *mr = NULL;
+
+    if (!mw || !mw->mw_type || mw->key != mw_key || mw->pdn != pdn ||
+        (new_key >> QHCA_KEY_INDEX_SHIFT) != (mw_key >> QHCA_KEY_INDEX_SHIFT)) {
+        QHCA_GUEST_ERROR(c, bind_mw_not_a_window_of_pd, mw_key);
+        return QHCA_CQE_MW_BIND_ERR;
+    }
+    if ((access & ~(QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_WRITE |
+                    QHCA_ACCESS_REMOTE_ATOMIC)) ||
+        (mw->mw_type == QHCA_MW_TYPE_2 && (mw->valid || !len))) {
+        QHCA_GUEST_ERROR(c, bind_mw_bad_rights_or_window_bound, access);
+        return QHCA_CQE_MW_BIND_ERR;
+    }
+    if (len) {
+        mr = LOOKUP(c, mr, mr_lkey >> QHCA_KEY_INDEX_SHIFT);
+        if (!mr || mr->mw_type || mr->key != mr_lkey || !mr->valid ||
+            mr->pdn != pdn || !(mr->access & QHCA_ACCESS_MW_BIND) ||
+            ((access & (QHCA_ACCESS_REMOTE_WRITE |
+                        QHCA_ACCESS_REMOTE_ATOMIC)) &&
+             !(mr->access & QHCA_ACCESS_LOCAL_WRITE)) ||
+            addr < mr->iova || len > mr->length ||
+            addr - mr->iova > mr->length - len) {
+            QHCA_GUEST_ERROR(c, bind_mw_mr_does_not_allow_it, mr_lkey);
+            return QHCA_CQE_MW_BIND_ERR;
+        }
+    }
+    mw_unbind(c, mw);
+    mw->key = new_key;
+    if (mr) {
+        mw->valid = true;
+        mw->iova = addr;
+        mw->length = len;
+        mw->access = access;
+        mw->mw_mr_key = mr_lkey;
+        mw->mw_qpn = qpn;
+        mr->mw_bound++;
+    }
+    trace_qhca_mw_bind(mw_key, new_key, mr_lkey, addr, len, access);
+    return QHCA_CQE_SUCCESS;
+}
+
+/*
+ * LOCAL_INV and SEND_WITH_INV (status: a CQE status): a fast-register MR of
+ * the PD, or a bound type 2 window of the PD; remotely (@qpn a QP, not
+ * QHCA_ANY_QPN) only a window bound to that QP
+ */
+int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t key)
 {
     QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
 
+    if (mr && mr->mw_type == QHCA_MW_TYPE_2 && mr->key == key &&
+        mr->valid && mr->pdn == pdn &&
+        (qpn == QHCA_ANY_QPN || mr->mw_qpn == qpn)) {
+        mw_unbind(c, mr);
+        trace_qhca_mw_invalidate(key, qpn);
+        return QHCA_CQE_SUCCESS;
+    }
     if (!mr || mr->key != key || !mr->fast_reg || mr->pdn != pdn) {
         QHCA_GUEST_ERROR(c, invalidate_not_fast_register_mr, key);
         return QHCA_CQE_LOC_PROT_ERR;
@@ -447,8 +531,9 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
 {
     QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
 
-    if (!mr || mr->key != key || !mr->valid || mr->pdn != pdn) {
-        trace_qhca_err_key(key, addr, len, "no such valid key in this PD");
+    if (!mr || mr->mw_type || mr->key != key || !mr->valid ||
+        mr->pdn != pdn) {
+        trace_qhca_err_key(key, addr, len, "no such valid MR key in this PD");
         return NULL;
     }
     if ((mr->access & access) != access) {
@@ -458,6 +543,51 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
     if (addr < mr->iova || len > mr->length ||
         addr - mr->iova > mr->length - len) {
         trace_qhca_err_key(key, addr, len, "out of bounds");
+        return NULL;
+    }
+    return mr;
+}
+
+/*
+ * A remote key, for a request on QP @qpn of PD @pdn: an MR's key as
+ * qhca_mr_check() sees it, or a bound window's, whose rights and bounds are
+ * checked and whose MR (as it is now) is returned.  @whole (RDMA FLUSH of a
+ * region): the whole MR or window, @addr and @len are not looked at.
+ */
+QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
+                        uint32_t access, uint64_t addr, uint64_t len,
+                        bool whole)
+{
+    QhcaMr *mw = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+    QhcaMr *mr;
+
+    if (!mw || !mw->mw_type) {
+        return whole ? qhca_mr_check_key(c, key, pdn, access) :
+                       qhca_mr_check(c, key, pdn, access, addr, len);
+    }
+    if (mw->key != key || !mw->valid || mw->pdn != pdn ||
+        (mw->mw_type == QHCA_MW_TYPE_2 && mw->mw_qpn != qpn)) {
+        trace_qhca_err_key(key, addr, len,
+                           "no such bound window for this QP and PD");
+        return NULL;
+    }
+    if ((mw->access & access) != access) {
+        trace_qhca_err_key(key, addr, len, "the window does not allow it");
+        return NULL;
+    }
+    if (whole) {
+        addr = mw->iova;
+        len = mw->length;
+    } else if (addr < mw->iova || len > mw->length ||
+               addr - mw->iova > mw->length - len) {
+        trace_qhca_err_key(key, addr, len, "out of the window's bounds");
+        return NULL;
+    }
+    mr = LOOKUP(c, mr, mw->mw_mr_key >> QHCA_KEY_INDEX_SHIFT);
+    if (!mr || mr->mw_type || mr->key != mw->mw_mr_key || !mr->valid ||
+        mr->pdn != pdn || addr < mr->iova || len > mr->length ||
+        addr - mr->iova > mr->length - len) {
+        trace_qhca_err_key(key, addr, len, "the window's MR is gone");
         return NULL;
     }
     return mr;
@@ -508,6 +638,9 @@ static void qhca_free_mr(QhcaCore *c, uint32_t idx)
 {
     QhcaMr *mr = c->mr[idx];
 
+    if (mr->mw_type) {
+        mw_unbind(c, mr);
+    }
     c->pd[mr->pdn]->refs--;
     qhca_pages_free(c, &mr->pages);
     g_free(mr);
@@ -629,7 +762,7 @@ typedef struct QhcaCmdCtx {
 #define QHCA_CORE_CAPS (QHCA_CAP_RC | QHCA_CAP_UD | QHCA_CAP_SRQ | \
                         QHCA_CAP_ATOMIC | QHCA_CAP_FRMR | QHCA_CAP_UC | \
                         QHCA_CAP_MCAST | QHCA_CAP_ATOMIC_WRITE | \
-                        QHCA_CAP_FLUSH_GLOBAL)
+                        QHCA_CAP_FLUSH_GLOBAL | QHCA_CAP_MW)
 
 static int cmd_query_device(QhcaCore *c, QhcaCmdCtx *x)
 {
@@ -858,8 +991,12 @@ static int cmd_rereg_mr(QhcaCore *c, QhcaCmdCtx *x)
     QhcaMr t;
     int ret;
 
-    if (!mr || mr->key != key || mr->fast_reg) {
+    if (!mr || mr->mw_type || mr->key != key || mr->fast_reg) {
         return QHCA_CMD_ERR_HANDLE;
+    }
+    if (mr->mw_bound) {
+        QHCA_GUEST_ERROR(c, rereg_mr_windows_bound, mr->mw_bound);
+        return QHCA_CMD_ERR_BUSY;
     }
     if (!what || (what & ~QHCA_REREG_MASK)) {
         QHCA_GUEST_ERROR(c, rereg_mr_bad_flags, what);
@@ -905,7 +1042,57 @@ static int cmd_dereg_mr(QhcaCore *c, QhcaCmdCtx *x)
     QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
 
     /* Fast-register MRs change variant; accept any variant of the index */
-    if (!mr || (!mr->fast_reg && mr->key != key)) {
+    if (!mr || mr->mw_type || (!mr->fast_reg && mr->key != key)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if (mr->mw_bound) {
+        QHCA_GUEST_ERROR(c, dereg_mr_windows_bound, mr->mw_bound);
+        return QHCA_CMD_ERR_BUSY;
+    }
+    qhca_free_mr(c, key >> QHCA_KEY_INDEX_SHIFT);
+    return QHCA_CMD_OK;
+}
+
+/* ALLOC_MW: an unbound window, in the MR table (its key: index | variant) */
+static int cmd_alloc_mw(QhcaCore *c, QhcaCmdCtx *x)
+{
+    const struct qhca_cmd_alloc_mw *p = &x->cmd->alloc_mw;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    QhcaMr *mw;
+    int n;
+
+    if (!LOOKUP(c, pd, pdn)) {
+        return QHCA_CMD_ERR_HANDLE;
+    }
+    if ((p->type != QHCA_MW_TYPE_1 && p->type != QHCA_MW_TYPE_2) ||
+        p->reserved[0] || p->reserved[1] || p->reserved[2]) {
+        QHCA_GUEST_ERROR(c, alloc_mw_bad_type_or_reserved, p->type);
+        return QHCA_CMD_ERR_PARAM;
+    }
+    n = qhca_alloc_slot((void **)c->mr, QHCA_MAX_MR, 1);
+    if (n < 0) {
+        return QHCA_CMD_ERR_NO_RESOURCES;
+    }
+    mw = g_new0(QhcaMr, 1);
+    mw->pdn = pdn;
+    mw->mw_type = p->type;
+    mw->key = (n << QHCA_KEY_INDEX_SHIFT) | c->mw_variant++;
+    c->pd[pdn]->refs++;
+    c->mr[n] = mw;
+    x->result = mw->key;
+    return QHCA_CMD_OK;
+}
+
+/*
+ * DEALLOC_MW: bound or not (its key changes with every bind: any variant
+ * of the index names it)
+ */
+static int cmd_dealloc_mw(QhcaCore *c, QhcaCmdCtx *x)
+{
+    uint32_t key = le32_to_cpu(x->cmd->obj.handle);
+    QhcaMr *mw = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
+
+    if (!mw || !mw->mw_type) {
         return QHCA_CMD_ERR_HANDLE;
     }
     qhca_free_mr(c, key >> QHCA_KEY_INDEX_SHIFT);
@@ -1806,6 +1993,10 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x)
                            offsetof(QhcaSrq, refs), qhca_free_srq);
     case QHCA_CMD_RESIZE_SRQ:
         return cmd_resize_srq(c, x);
+    case QHCA_CMD_ALLOC_MW:
+        return cmd_alloc_mw(c, x);
+    case QHCA_CMD_DEALLOC_MW:
+        return cmd_dealloc_mw(c, x);
     case QHCA_CMD_CREATE_AH:
         return cmd_create_ah(c, x);
     case QHCA_CMD_DESTROY_AH:

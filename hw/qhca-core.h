@@ -96,6 +96,12 @@ typedef struct QhcaPd {
     uint32_t refs;
 } QhcaPd;
 
+/*
+ * An MR, or a memory window (mw_type != 0), in one table and key space.  A
+ * bound window's iova, length and access are the window's; it reaches
+ * memory through the MR whose key is mw_mr_key, which counts it in mw_bound
+ * (an MR with windows bound is neither deregistered nor re-registered).
+ */
 typedef struct QhcaMr {
     uint32_t pdn;
     uint32_t key;               /* index << 8 | variant */
@@ -107,6 +113,10 @@ typedef struct QhcaMr {
     uint64_t iova;
     uint64_t length;
     QhcaPages pages;
+    uint32_t mw_bound;          /* MR: windows bound to it */
+    uint8_t mw_type;            /* MW: QHCA_MW_TYPE_1 or _2; 0: an MR */
+    uint32_t mw_mr_key;         /* MW while valid (bound): its MR */
+    uint32_t mw_qpn;            /* type 2 MW while valid: the one QP */
 } QhcaMr;
 
 typedef struct QhcaEq {
@@ -217,6 +227,7 @@ struct QhcaCore {
     QhcaEq *eq[QHCA_MAX_EQS];
     QhcaPd *pd[QHCA_MAX_PD];
     QhcaMr *mr[QHCA_MAX_MR];
+    uint8_t mw_variant;         /* the key variant of the next window */
     QhcaCq *cq[QHCA_MAX_CQ];
     QhcaQp *qp[QHCA_MAX_QP];
     QhcaSrq *srq[QHCA_MAX_SRQ];
@@ -305,12 +316,20 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
                       uint32_t access, uint64_t addr, uint64_t len);
 QhcaMr *qhca_mr_check_key(QhcaCore *c, uint32_t key, uint32_t pdn,
                           uint32_t access);
+QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
+                        uint32_t access, uint64_t addr, uint64_t len,
+                        bool whole);
+int qhca_mw_bind(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t mw_key,
+                 uint32_t new_key, uint32_t mr_lkey, uint64_t addr,
+                 uint64_t len, uint32_t access);
+/* qhca_mr_invalidate()'s @qpn for LOCAL_INV: any QP of the PD */
+#define QHCA_ANY_QPN            UINT32_MAX
 bool qhca_mr_rw(QhcaCore *c, const QhcaMr *mr, uint64_t addr, void *buf,
                 uint64_t len, bool write);
 int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
                      uint64_t iova, uint64_t length, uint64_t pbl_addr,
                      uint32_t num_pages, uint8_t page_shift);
-int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t key);
+int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t key);
 QhcaSrq *qhca_core_srq(QhcaCore *c, uint32_t srqn);
 QhcaAh *qhca_core_ah(QhcaCore *c, uint32_t ahn);
 const QhcaMcg *qhca_core_mcg(QhcaCore *c, const uint8_t *gid);

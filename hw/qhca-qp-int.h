@@ -250,6 +250,13 @@ static inline bool is_rd_atomic(uint8_t op)
            op == QHCA_WQE_ATOMIC_WRITE;
 }
 
+/* WQEs the device executes itself, sending nothing: no PSN, no answer */
+static inline bool is_local_op(uint8_t op)
+{
+    return op == QHCA_WQE_LOCAL_INV || op == QHCA_WQE_REG_MR ||
+           op == QHCA_WQE_BIND_MW;
+}
+
 /* FLUSH and ATOMIC WRITE: answered by an empty READ RESPONSE ONLY */
 static inline bool is_empty_read_answered(uint8_t op)
 {

@@ -199,6 +199,8 @@ uint8_t qhca_cqe_opcode(uint8_t wqe_opcode)
         return QHCA_CQE_OP_FETCH_ADD;
     case QHCA_WQE_LOCAL_INV:
         return QHCA_CQE_OP_LOCAL_INV;
+    case QHCA_WQE_BIND_MW:
+        return QHCA_CQE_OP_BIND_MW;
     case QHCA_WQE_FLUSH:
         return QHCA_CQE_OP_FLUSH;
     case QHCA_WQE_ATOMIC_WRITE:

@@ -52,6 +52,8 @@ static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
     case QHCA_WQE_LOCAL_INV:
     case QHCA_WQE_REG_MR:
         return true;
+    case QHCA_WQE_BIND_MW:
+        return qp_is_conn(qp);
     default:
         return false;
     }
@@ -78,7 +80,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 
         if (il > qp->max_inline || il > room ||
             w->opcode == QHCA_WQE_RDMA_READ || is_rd_atomic(w->opcode) ||
-            w->opcode == QHCA_WQE_LOCAL_INV || w->opcode == QHCA_WQE_REG_MR) {
+            is_local_op(w->opcode)) {
             QHCA_GUEST_ERROR(c, wqe_bad_inline_data, il);
             return QHCA_CQE_LOC_QP_OP_ERR;
         }
@@ -234,11 +236,25 @@ static uint8_t rc_opcode(uint8_t op, bool first, bool last)
                  QHCA_ROCE_OP_RC_SEND_LAST;
 }
 
-/* Execute a local WQE (LOCAL_INV, REG_MR) */
+/* Execute a local WQE (LOCAL_INV, REG_MR, BIND_MW) */
 static uint8_t local_op(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w)
 {
     if (w->opcode == QHCA_WQE_LOCAL_INV) {
-        return qhca_mr_invalidate(c, qp->pdn, le32_to_cpu(w->invalidate_rkey));
+        return qhca_mr_invalidate(c, qp->pdn, QHCA_ANY_QPN,
+                                  le32_to_cpu(w->invalidate_rkey));
+    }
+    if (w->opcode == QHCA_WQE_BIND_MW) {
+        /* what it needs is in the header: SGEs are a malformed WQE */
+        if (w->num_sge) {
+            QHCA_GUEST_ERROR(c, wqe_bind_mw_with_sges, w->num_sge);
+            return QHCA_CQE_LOC_QP_OP_ERR;
+        }
+        return qhca_mw_bind(c, qp->pdn, qp->qpn, le32_to_cpu(w->bind.mw_key),
+                            le32_to_cpu(w->bind.new_key),
+                            le32_to_cpu(w->bind.mr_lkey),
+                            le64_to_cpu(w->bind.addr),
+                            le64_to_cpu(w->bind.length),
+                            le32_to_cpu(w->bind.access));
     }
     return qhca_mr_fast_reg(c, qp->pdn, le32_to_cpu(w->reg.key),
                             le32_to_cpu(w->reg.access),
@@ -514,7 +530,7 @@ static bool req_more_to_send(QhcaCore *c, QhcaQp *qp)
     }
     c->ops->dma_read(c->opaque, addr + offsetof(struct qhca_send_wqe, opcode),
                      &op, 1);
-    return op != QHCA_WQE_LOCAL_INV && op != QHCA_WQE_REG_MR;
+    return !is_local_op(op);
 }
 
 /* SEND and RDMA WRITE: one packet per MTU, from req_off on */
@@ -682,8 +698,7 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
     st->signaled = w->flags & QHCA_WQE_SIGNALED;
     st->byte_len = len;
     st->fingerprint = fingerprint;
-    if (qp_is_conn(qp) && w->opcode != QHCA_WQE_LOCAL_INV &&
-        w->opcode != QHCA_WQE_REG_MR) {
+    if (qp_is_conn(qp) && !is_local_op(w->opcode)) {
         uint32_t npsn = 1;
 
         if (!is_rd_atomic(w->opcode) || w->opcode == QHCA_WQE_RDMA_READ) {
@@ -803,8 +818,7 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
                 e->req_idx++;
                 return;
             }
-            if (w.opcode == QHCA_WQE_LOCAL_INV ||
-                w.opcode == QHCA_WQE_REG_MR) {
+            if (is_local_op(w.opcode)) {
                 qhca_wqe_done(qp, e->req_idx, local_op(c, qp, &w));
                 e->req_idx++;
                 budget--;

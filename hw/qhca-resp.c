@@ -293,8 +293,8 @@ static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
         int off;
 
         if (n) {
-            mr = qhca_mr_check(c, r->rkey, qp->pdn, QHCA_ACCESS_REMOTE_READ,
-                               va, n);
+            mr = qhca_rkey_check(c, r->rkey, qp->pdn, qp->qpn,
+                                 QHCA_ACCESS_REMOTE_READ, va, n, false);
         }
         if ((n && !mr) || !qhca_rc_addr(c, qp, &h)) {
             resp_error(c, qp, psn_add(r->psn, i), QHCA_ROCE_NAK_REMOTE_ACCESS,
@@ -370,7 +370,8 @@ static const QhcaMr *resp_target(QhcaCore *c, QhcaQp *qp, uint32_t psn,
     const QhcaMr *mr = NULL;
 
     if (le32_to_cpu(qp->attr.access_flags) & access) {
-        mr = qhca_mr_check(c, rkey, qp->pdn, access, va, len);
+        mr = qhca_rkey_check(c, rkey, qp->pdn, qp->qpn, access, va, len,
+                             false);
     } else {
         trace_qhca_err_key(rkey, va, len, "QP does not allow the access");
     }
@@ -660,7 +661,7 @@ static bool resp_exec_send(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     }
     flags = h->se ? QHCA_CQE_SOLICITED : 0;
     if (f & QHCA_ROCE_OPF_INV) {
-        if (qhca_mr_invalidate(c, qp->pdn, h->ieth_rkey)) {
+        if (qhca_mr_invalidate(c, qp->pdn, qp->qpn, h->ieth_rkey)) {
             qhca_recv_complete(c, qp, QHCA_CQE_REM_INV_REQ_ERR,
                                QHCA_CQE_OP_RECV, 0, 0, 0, 0);
             resp_error(c, qp, h->psn, QHCA_ROCE_NAK_INVALID_REQ,
@@ -856,11 +857,9 @@ static void resp_exec_flush(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
     }
     if (!(type & QHCA_FLUSH_PERSISTENT) &&
         (le32_to_cpu(qp->attr.access_flags) & QHCA_ACCESS_FLUSH_GLOBAL)) {
-        mr = level == QHCA_FLUSH_MR ?
-             qhca_mr_check_key(c, h->reth.rkey, qp->pdn,
-                               QHCA_ACCESS_FLUSH_GLOBAL) :
-             qhca_mr_check(c, h->reth.rkey, qp->pdn, QHCA_ACCESS_FLUSH_GLOBAL,
-                           h->reth.va, h->reth.dma_len);
+        mr = qhca_rkey_check(c, h->reth.rkey, qp->pdn, qp->qpn,
+                             QHCA_ACCESS_FLUSH_GLOBAL, h->reth.va,
+                             h->reth.dma_len, level == QHCA_FLUSH_MR);
     } else {
         trace_qhca_err_key(h->reth.rkey, h->reth.va, h->reth.dma_len,
                            "FLUSH: persistence, or QP without FLUSH rights");

@@ -323,8 +323,9 @@ struct qhca_sge sge(const Mr *m, uint64_t off, uint32_t len)
  * @cq_page0, if not 0, replaces the first page of the CQ ring (the hostile
  * tests aim it at the device's own BAR)
  */
-void end_create_ex(End *e, QQhca *d, uint8_t type, uint32_t ip,
-                   const uint8_t *mac, bool use_srq, uint64_t cq_page0)
+static void end_create_common(End *e, QQhca *d, uint8_t type, uint32_t ip,
+                              const uint8_t *mac, bool use_srq,
+                              uint64_t cq_page0, uint32_t pdn)
 {
     struct qhca_cmd_create_eq ce = { 0 };
     struct qhca_cmd_create_cq cc = { 0 };
@@ -335,7 +336,7 @@ void end_create_ex(End *e, QQhca *d, uint8_t type, uint32_t ip,
     e->ip = ip;
     e->mac = mac;
     qhca_add_gid(d, 0, ip);
-    e->pdn = qhca_mk_pd(d);
+    e->pdn = pdn ? pdn : qhca_mk_pd(d);
     ce.mem = ring_alloc(d, &e->eq, 6, 4);
     ce.log_depth = 6;
     ce.vector = cpu_to_le32(1);
@@ -373,6 +374,19 @@ void end_create_ex(End *e, QQhca *d, uint8_t type, uint32_t ip,
         cq.rq = ring_alloc(d, &e->rq, 8, 7);
     }
     e->qpn = qhca_cmd_ok(d, QHCA_CMD_CREATE_QP, &cq, sizeof(cq));
+}
+
+void end_create_ex(End *e, QQhca *d, uint8_t type, uint32_t ip,
+                   const uint8_t *mac, bool use_srq, uint64_t cq_page0)
+{
+    end_create_common(e, d, type, ip, mac, use_srq, cq_page0, 0);
+}
+
+/* Another QP (with its own CQ) in the PD of @other, on its device */
+void end_create_in_pd(End *e, const End *other, uint8_t type)
+{
+    end_create_common(e, other->d, type, other->ip, other->mac, false, 0,
+                      other->pdn);
 }
 
 void end_create(End *e, QQhca *d, uint8_t type, uint32_t ip,

@@ -117,6 +117,7 @@ Mr mr_reg(QQhca *d, uint32_t pdn, uint64_t len, uint32_t access,
 struct qhca_sge sge(const Mr *m, uint64_t off, uint32_t len);
 void end_create_ex(End *e, QQhca *d, uint8_t type, uint32_t ip,
                    const uint8_t *mac, bool use_srq, uint64_t cq_page0);
+void end_create_in_pd(End *e, const End *other, uint8_t type);
 void end_create(End *e, QQhca *d, uint8_t type, uint32_t ip,
                 const uint8_t *mac, bool use_srq);
 void end_create_cq_at(End *e, QQhca *d, uint32_t ip,
