@@ -267,6 +267,15 @@ struct qhca_ah {
 	u32 ahn;
 };
 
+/*
+ * A memory window.  ibmw.rkey is the key ALLOC_MW gave; binds (work
+ * requests the provider posts) change its variant, which the kernel never
+ * learns: DEALLOC_MW takes any variant of the index.
+ */
+struct qhca_mw {
+	struct ib_mw ibmw;
+};
+
 static inline struct qhca_dev *to_qhca_dev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct qhca_dev, ibdev);

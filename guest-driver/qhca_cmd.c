@@ -70,6 +70,8 @@ static const char *const qhca_cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
 	[QHCA_CMD_DETACH_MCAST] = "DETACH_MCAST",
 	[QHCA_CMD_RESIZE_SRQ] = "RESIZE_SRQ",
+	[QHCA_CMD_ALLOC_MW] = "ALLOC_MW",
+	[QHCA_CMD_DEALLOC_MW] = "DEALLOC_MW",
 };
 
 static unsigned int qhca_cmd_timeout(void)
@@ -107,6 +109,12 @@ static int qhca_cmd_errno(u16 status)
 	}
 }
 
+/* An MR with memory windows bound stays: the consumer's doing, not a bug */
+static bool qhca_cmd_mr_busy_ok(u16 opcode)
+{
+	return opcode == QHCA_CMD_DEREG_MR || opcode == QHCA_CMD_REREG_MR;
+}
+
 static void qhca_cmd_report(struct qhca_dev *dev, u16 opcode, u16 status)
 {
 	/*
@@ -114,7 +122,8 @@ static void qhca_cmd_report(struct qhca_dev *dev, u16 opcode, u16 status)
 	 * asked for; the others mean a driver or device problem.
 	 */
 	if (status == QHCA_CMD_ERR_PARAM || status == QHCA_CMD_ERR_STATE ||
-	    status == QHCA_CMD_ERR_NO_RESOURCES)
+	    status == QHCA_CMD_ERR_NO_RESOURCES ||
+	    (status == QHCA_CMD_ERR_BUSY && qhca_cmd_mr_busy_ok(opcode)))
 		ibdev_dbg(&dev->ibdev, "%s: status %u\n", qhca_cmd_name(opcode),
 			  status);
 	else if (status != QHCA_CMD_STATUS_DEAD)
@@ -394,7 +403,8 @@ int qhca_cmd_destroy(struct qhca_dev *dev, u16 opcode, u32 handle,
 
 	ret = qhca_cmd_exec(dev, opcode, &obj, sizeof(obj), NULL, 0, NULL,
 			    flags);
-	if (ret && ret != -EIO && ret != -ETIMEDOUT)
+	if (ret && ret != -EIO && ret != -ETIMEDOUT &&
+	    !(ret == -EBUSY && qhca_cmd_mr_busy_ok(opcode)))
 		ibdev_err(&dev->ibdev, "%s %u: %d\n", qhca_cmd_name(opcode),
 			  handle, ret);
 	return ret;

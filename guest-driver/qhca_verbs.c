@@ -94,6 +94,29 @@ u32 qhca_access(int ib_access)
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 			 QHCA_ACCESS_FLUSH)
 
+/*
+ * Rights of a user MR: those above, optional ones (which mean nothing to
+ * the device) and, with memory windows, IB_ACCESS_MW_BIND.  QPs take
+ * qhca_access(), which has no MW_BIND: the right is the MR's alone.
+ */
+static bool qhca_user_mr_access_ok(struct qhca_dev *dev, int access)
+{
+	int ok = QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL;
+
+	if (dev->caps & QHCA_CAP_MW)
+		ok |= IB_ACCESS_MW_BIND;
+	return !(access & ~ok);
+}
+
+static u32 qhca_mr_access(int ib_access)
+{
+	u32 access = qhca_access(ib_access);
+
+	if (ib_access & IB_ACCESS_MW_BIND)
+		access |= QHCA_ACCESS_MW_BIND;
+	return access;
+}
+
 static u32 qhca_next_key_variant(struct qhca_dev *dev)
 {
 	return (u32)atomic_inc_return(&dev->key_variant) &
@@ -134,6 +157,9 @@ static int qhca_query_device(struct ib_device *ibdev,
 	/* user SRQs only: kernel SRQs keep their size (qhca_modify_srq()) */
 	if (dev->caps & QHCA_CAP_SRQ)
 		attr->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	if (dev->caps & QHCA_CAP_MW)
+		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					  IB_DEVICE_MEM_WINDOW_TYPE_2B;
 #ifdef QHCA_HAVE_FLUSH
 	if (dev->caps & QHCA_CAP_ATOMIC_WRITE)
 		attr->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
@@ -147,6 +173,9 @@ static int qhca_query_device(struct ib_device *ibdev,
 	attr->max_cq = le32_to_cpu(a->max_cq);
 	attr->max_cqe = dev->max_cqe;
 	attr->max_mr = le32_to_cpu(a->max_mr);
+	/* windows are entries of the MR table */
+	if (dev->caps & QHCA_CAP_MW)
+		attr->max_mw = attr->max_mr;
 	attr->max_pd = le32_to_cpu(a->max_pd);
 	attr->max_qp_rd_atom = dev->max_rd_atom;
 	attr->max_qp_init_rd_atom = dev->max_rd_atom;
@@ -539,7 +568,7 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	u32 key;
 	int ret;
 
-	if (dmah || access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
+	if (dmah || !qhca_user_mr_access_ok(dev, access))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > dev->max_mr_size)
 		return ERR_PTR(-EINVAL);
@@ -557,7 +586,7 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_free;
 
 	cmd.pdn = cpu_to_le32(to_qhca_pd(ibpd)->pdn);
-	cmd.access = cpu_to_le32(qhca_access(access));
+	cmd.access = cpu_to_le32(qhca_mr_access(access));
 	cmd.iova = cpu_to_le64(virt_addr);
 	cmd.length = cpu_to_le64(length);
 	qhca_pbl_desc(&pbl, &cmd.mem, __ffs(pgsz));
@@ -602,7 +631,7 @@ struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (flags & ~IB_MR_REREG_SUPPORTED || !mr->umem)
 		return ERR_PTR(-EOPNOTSUPP);
 	if ((flags & IB_MR_REREG_ACCESS) &&
-	    access & ~(QHCA_MR_ACCESS | IB_ACCESS_OPTIONAL))
+	    !qhca_user_mr_access_ok(dev, access))
 		return ERR_PTR(-EOPNOTSUPP);
 	ret = qhca_udata_no_in(udata);
 	if (ret)
@@ -615,7 +644,7 @@ struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	}
 	if (flags & IB_MR_REREG_ACCESS) {
 		cmd.what |= cpu_to_le32(QHCA_REREG_ACCESS);
-		cmd.access = cpu_to_le32(qhca_access(access));
+		cmd.access = cpu_to_le32(qhca_mr_access(access));
 	}
 	if (flags & IB_MR_REREG_TRANS) {
 		if (!length || length > dev->max_mr_size)
@@ -720,17 +749,72 @@ static int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qhca_set_page);
 }
 
+/*
+ * An MR with memory windows bound stays (-EBUSY, the device's answer), as
+ * the IBA has it; any other failure is the device's, and the MR goes
+ */
 static int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qhca_dev(ibmr->device);
 	struct qhca_mr *mr = to_qhca_mr(ibmr);
 
-	qhca_cmd_destroy(dev, QHCA_CMD_DEREG_MR, ibmr->lkey, 0);
+	if (qhca_cmd_destroy(dev, QHCA_CMD_DEREG_MR, ibmr->lkey, 0) == -EBUSY)
+		return -EBUSY;
 	ib_umem_release(mr->umem);
 	if (mr->pages)
 		dma_free_coherent(&dev->pdev->dev, QHCA_PAGE_SIZE, mr->pages,
 				  mr->pages_dma);
 	kfree(mr);
+	atomic_dec(&dev->num_objects);
+	return 0;
+}
+
+/* ---- memory windows ---- */
+
+/*
+ * ibv_alloc_mw(): an unbound window of the PD, an entry of the MR table
+ * whose key the device chooses.  Binding is a work request (BIND_MW) that
+ * the provider posts; the kernel neither binds nor learns the new keys.
+ */
+static int qhca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibmw->device);
+	struct qhca_cmd_alloc_mw cmd = {};
+	u32 key;
+	int ret;
+
+	if (!(dev->caps & QHCA_CAP_MW))
+		return -EOPNOTSUPP;
+	ret = qhca_udata_no_in(udata);
+	if (ret)
+		return ret;
+
+	switch (ibmw->type) {
+	case IB_MW_TYPE_1:
+		cmd.type = QHCA_MW_TYPE_1;
+		break;
+	case IB_MW_TYPE_2:
+		cmd.type = QHCA_MW_TYPE_2;
+		break;
+	default:
+		return -EINVAL;
+	}
+	cmd.pdn = cpu_to_le32(to_qhca_pd(ibmw->pd)->pdn);
+	ret = qhca_cmd(dev, QHCA_CMD_ALLOC_MW, &cmd, sizeof(cmd), &key);
+	if (ret)
+		return ret;
+
+	ibmw->rkey = key;
+	atomic_inc(&dev->num_objects);
+	return 0;
+}
+
+/* Bound or not: the device unbinds it (its MR counts it no more) */
+static int qhca_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct qhca_dev *dev = to_qhca_dev(ibmw->device);
+
+	qhca_cmd_destroy(dev, QHCA_CMD_DEALLOC_MW, ibmw->rkey, 0);
 	atomic_dec(&dev->num_objects);
 	return 0;
 }
@@ -847,6 +931,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.add_gid = qhca_add_gid,
 	.alloc_hw_port_stats = qhca_alloc_hw_port_stats,
 	.alloc_mr = qhca_alloc_mr,
+	.alloc_mw = qhca_alloc_mw,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
 	.attach_mcast = qhca_attach_mcast,
@@ -855,6 +940,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.create_qp = qhca_create_qp,
 	.create_srq = qhca_create_srq,
 	.create_user_ah = qhca_create_ah,
+	.dealloc_mw = qhca_dealloc_mw,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.del_gid = qhca_del_gid,
@@ -893,6 +979,7 @@ const struct ib_device_ops qhca_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, qhca_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qhca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, qhca_srq, ibsrq),
