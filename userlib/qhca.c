@@ -150,6 +150,48 @@ static int qhca_dereg_mr(struct verbs_mr *vmr)
 }
 
 /*
+ * Memory windows (types 1 and 2B): the kernel has the device allocate an
+ * unbound window and returns its key; binds are work requests
+ * (qhca_bind_mw(), IBV_WR_BIND_MW, ibv_wr_bind_mw()), which change the key
+ */
+static struct ibv_mw *qhca_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+
+	return mw;
+}
+
+/* Bound or not; its MR can be deregistered afterwards */
+static int qhca_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+
+	free(mw);
+	return 0;
+}
+
+/*
  * UD work requests name the device's address handle (ahn); the kernel
  * resolves the destination MAC and programs the device.  RoCE needs a GRH.
  */
@@ -321,14 +363,17 @@ void qhca_qp_table_remove(struct qhca_context *ctx, uint32_t qpn)
 static void qhca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qhca_ctx_ops = {
+	.alloc_mw = qhca_alloc_mw,
 	.alloc_pd = qhca_alloc_pd,
 	.attach_mcast = qhca_attach_mcast,
+	.bind_mw = qhca_bind_mw,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_cq_ex = qhca_create_cq_ex,
 	.create_qp = qhca_create_qp,
 	.create_qp_ex = qhca_create_qp_ex,
 	.create_srq = qhca_create_srq,
+	.dealloc_mw = qhca_dealloc_mw,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dereg_mr = qhca_dereg_mr,
 	.destroy_ah = qhca_destroy_ah,

@@ -149,6 +149,13 @@ struct qhca_qp {
 	struct qhca_send_wqe *wr_cur;	/* WQE the wr_set_*() calls fill */
 	uint32_t wr_start_pi;
 	int wr_err;
+	/*
+	 * IBV_QP_EX_WITH_BIND_MW: the window of each SQ slot that
+	 * ibv_wr_bind_mw() filled, whose rkey becomes the WQE's new key at
+	 * wr_complete(); wr_nbind counts them in the session
+	 */
+	struct ibv_mw **sq_mw;
+	uint32_t wr_nbind;
 };
 
 struct qhca_ah {
@@ -227,6 +234,13 @@ void qhca_wqe_set_atomic(struct qhca_send_wqe *wqe, uint64_t remote_addr,
 			 uint32_t rkey, uint64_t compare_add, uint64_t swap);
 void qhca_wqe_set_ud(struct qhca_send_wqe *wqe, uint32_t ahn,
 		     uint32_t remote_qpn, uint32_t remote_qkey);
+int qhca_mw_access(unsigned int mw_access_flags, uint32_t *access);
+int qhca_wqe_set_bind(struct qhca_send_wqe *wqe, uint32_t mw_key,
+		      uint32_t new_key, const struct ibv_mw_bind_info *bind);
+int qhca_build_bind_wqe(void *wqe, const struct qhca_sq_params *p,
+			uint64_t wr_id, unsigned int send_flags,
+			const struct ibv_mw *mw, uint32_t new_key,
+			const struct ibv_mw_bind_info *bind);
 void qhca_wqe_set_sgl(struct qhca_send_wqe *wqe, const struct ibv_sge *sg,
 		      uint32_t num_sge);
 int qhca_wqe_set_inline(struct qhca_send_wqe *wqe, const struct ibv_sge *sg,
@@ -376,6 +390,8 @@ int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
 int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr);
+int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind);
 
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd,
 				struct ibv_srq_init_attr *attr);

@@ -69,9 +69,16 @@ int qhca_qp_setup(struct qhca_qp *qp, struct ibv_qp_init_attr_ex *attr)
 			return ret;
 	}
 
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & IBV_QP_EX_WITH_BIND_MW)) {
+		qp->sq_mw = calloc(sqs.depth, sizeof(*qp->sq_mw));
+		if (!qp->sq_mw)
+			return ENOMEM;
+	}
+
 	ret = qhca_wq_alloc(&qp->sq, sqs.depth, sqs.log_stride);
 	if (ret)
-		return ret;
+		goto err_mw;
 	qp->sq.max_sge = sqs.max_sge;
 	qp->sq.max_inline = sqs.max_inline;
 
@@ -79,7 +86,7 @@ int qhca_qp_setup(struct qhca_qp *qp, struct ibv_qp_init_attr_ex *attr)
 		ret = qhca_wq_alloc(&qp->rq, rqs.depth, rqs.log_stride);
 		if (ret) {
 			qhca_wq_free(&qp->sq);
-			return ret;
+			goto err_mw;
 		}
 		qp->rq.max_sge = rqs.max_sge;
 	}
@@ -89,12 +96,19 @@ int qhca_qp_setup(struct qhca_qp *qp, struct ibv_qp_init_attr_ex *attr)
 	qp->sqp.max_inline = sqs.max_inline;
 	qp->sqp.sig_all = attr->sq_sig_all;
 	return 0;
+
+err_mw:
+	free(qp->sq_mw);
+	qp->sq_mw = NULL;
+	return ret;
 }
 
 void qhca_qp_teardown(struct qhca_qp *qp)
 {
 	qhca_wq_free(&qp->sq);
 	qhca_wq_free(&qp->rq);
+	free(qp->sq_mw);
+	qp->sq_mw = NULL;
 }
 
 static void qhca_qp_get_cap(struct qhca_qp *qp, struct ibv_qp_cap *cap)
@@ -415,12 +429,59 @@ int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 			break;
 		}
+		/* a type 2 window's key is the new one from here on */
+		if (wr->opcode == IBV_WR_BIND_MW)
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
 		pi++;
 		atomic_store_explicit(&sq->pi, pi, memory_order_relaxed);
 	}
 
 	if (pi != start)
 		qhca_sq_doorbell(qp);
+out:
+	pthread_spin_unlock(&sq->lock);
+	return ret;
+}
+
+/*
+ * ibv_bind_mw() (type 1 windows; libibverbs has checked the type, and the
+ * MR's PD against the window's): a BIND_MW work request on @ibqp's SQ
+ * giving the window its next key, which is mw->rkey once the request is
+ * posted.  Binding and unbinding (no MR, length 0) both change the key.
+ * The device's answer is the completion: a bind it refuses
+ * (IBV_WC_MW_BIND_ERR) leaves the window as it was, under its old key,
+ * while mw->rkey has the new one.
+ */
+int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind)
+{
+	struct qhca_qp *qp = to_qhca_qp(ibqp);
+	struct qhca_wq *sq = &qp->sq;
+	uint32_t new_key, pi;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	new_key = ibv_inc_rkey(mw->rkey);
+
+	pthread_spin_lock(&sq->lock);
+	if (!qhca_qp_can_send(qp)) {
+		ret = EINVAL;
+		goto out;
+	}
+	if (qhca_wq_full(sq)) {
+		ret = ENOMEM;
+		goto out;
+	}
+	pi = atomic_load_explicit(&sq->pi, memory_order_relaxed);
+	ret = qhca_build_bind_wqe(qhca_wq_entry(sq, pi), &qp->sqp,
+				  mw_bind->wr_id, mw_bind->send_flags, mw,
+				  new_key, &mw_bind->bind_info);
+	if (ret)
+		goto out;
+	atomic_store_explicit(&sq->pi, pi + 1, memory_order_relaxed);
+	qhca_sq_doorbell(qp);
+	mw->rkey = new_key;
 out:
 	pthread_spin_unlock(&sq->lock);
 	return ret;
@@ -480,20 +541,39 @@ static void qhca_wr_start(struct ibv_qp_ex *ibqpx)
 	qp->wr_start_pi = atomic_load_explicit(&qp->sq.pi,
 					       memory_order_relaxed);
 	qp->wr_cur = NULL;
+	qp->wr_nbind = 0;
 	qp->wr_err = qhca_qp_can_send(qp) ? 0 : EINVAL;
+}
+
+/* Posted: the windows the session bound have their new keys */
+static void qhca_wr_bound(struct qhca_qp *qp, uint32_t pi)
+{
+	struct qhca_send_wqe *wqe;
+	uint32_t i;
+
+	for (i = qp->wr_start_pi; qp->wr_nbind && i != pi; i++) {
+		wqe = qhca_wq_entry(&qp->sq, i);
+		if (wqe->opcode != QHCA_WQE_BIND_MW)
+			continue;
+		qp->sq_mw[i & (qp->sq.depth - 1)]->rkey =
+			le32toh(wqe->bind.new_key);
+		qp->wr_nbind--;
+	}
 }
 
 static int qhca_wr_complete(struct ibv_qp_ex *ibqpx)
 {
 	struct qhca_qp *qp = to_qhca_qp_ex(ibqpx);
+	uint32_t pi = atomic_load_explicit(&qp->sq.pi, memory_order_relaxed);
 	int ret = qp->wr_err;
 
-	if (ret)
+	if (ret) {
 		atomic_store_explicit(&qp->sq.pi, qp->wr_start_pi,
 				      memory_order_relaxed);
-	else if (atomic_load_explicit(&qp->sq.pi, memory_order_relaxed) !=
-		 qp->wr_start_pi)
+	} else if (pi != qp->wr_start_pi) {
 		qhca_sq_doorbell(qp);
+		qhca_wr_bound(qp, pi);
+	}
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq.lock);
 	return ret;
@@ -662,6 +742,31 @@ static void qhca_wr_local_inv(struct ibv_qp_ex *ibqpx,
 		wqe->invalidate_rkey = htole32(invalidate_rkey);
 }
 
+/*
+ * A type 2 window (type 1 ones are bound by ibv_bind_mw() only) gets
+ * @rkey and part of an MR: mw->rkey is @rkey once wr_complete() posts it
+ */
+static void qhca_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
+			    uint32_t rkey,
+			    const struct ibv_mw_bind_info *bind_info)
+{
+	struct qhca_qp *qp = to_qhca_qp_ex(ibqpx);
+	struct qhca_send_wqe *wqe = qhca_wr_begin(ibqpx, QHCA_WQE_BIND_MW);
+	uint32_t pi;
+
+	if (!wqe)
+		return;
+	if (!mw || mw->type != IBV_MW_TYPE_2 || !bind_info->mr ||
+	    !bind_info->length ||
+	    qhca_wqe_set_bind(wqe, mw->rkey, rkey, bind_info)) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	pi = atomic_load_explicit(&qp->sq.pi, memory_order_relaxed) - 1;
+	qp->sq_mw[pi & (qp->sq.depth - 1)] = mw;
+	qp->wr_nbind++;
+}
+
 static void qhca_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 				uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -685,7 +790,8 @@ static void qhca_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 	if (!qp->wr_cur)
 		return;
 	if (num_sge > qp->sqp.max_sge ||
-	    qp->wr_cur->opcode == QHCA_WQE_LOCAL_INV) {
+	    qp->wr_cur->opcode == QHCA_WQE_LOCAL_INV ||
+	    qp->wr_cur->opcode == QHCA_WQE_BIND_MW) {
 		qp->wr_err = EINVAL;
 		return;
 	}
@@ -749,6 +855,9 @@ void qhca_qp_fill_wr_ops(struct qhca_qp *qp, uint64_t send_ops_flags)
 		qpx->wr_atomic_fetch_add = qhca_wr_atomic_fetch_add;
 	if (send_ops_flags & IBV_QP_EX_WITH_LOCAL_INV)
 		qpx->wr_local_inv = qhca_wr_local_inv;
+	/* sq_mw is there if the create asked for BIND_MW */
+	if ((send_ops_flags & IBV_QP_EX_WITH_BIND_MW) && qp->sq_mw)
+		qpx->wr_bind_mw = qhca_wr_bind_mw;
 #ifdef QHCA_HAVE_IBV_FLUSH
 	if (send_ops_flags & IBV_QP_EX_WITH_FLUSH)
 		qpx->wr_flush = qhca_wr_flush;

@@ -117,11 +117,15 @@ int qhca_wr_opcode(enum ibv_wr_opcode op, enum ibv_qp_type qp_type,
 	}
 
 	if (qp_type == IBV_QPT_UC) {
-		/* UC: RDMA WRITE and local invalidation beside SEND */
+		/*
+		 * UC: RDMA WRITE, local invalidation and window binding beside
+		 * SEND
+		 */
 		switch (op) {
 		case IBV_WR_RDMA_WRITE:
 		case IBV_WR_RDMA_WRITE_WITH_IMM:
 		case IBV_WR_LOCAL_INV:
+		case IBV_WR_BIND_MW:
 			break;
 		default:
 			return EINVAL;
@@ -152,6 +156,9 @@ int qhca_wr_opcode(enum ibv_wr_opcode op, enum ibv_qp_type qp_type,
 	case IBV_WR_SEND_WITH_INV:
 		*hw_op = QHCA_WQE_SEND_WITH_INV;
 		return 0;
+	case IBV_WR_BIND_MW:
+		*hw_op = QHCA_WQE_BIND_MW;
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -169,6 +176,7 @@ uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
+		       IBV_QP_EX_WITH_BIND_MW |
 #ifdef QHCA_HAVE_IBV_FLUSH
 		       IBV_QP_EX_WITH_FLUSH |
 #endif
@@ -177,7 +185,7 @@ uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
 		return IBV_QP_EX_WITH_RDMA_WRITE |
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-		       IBV_QP_EX_WITH_LOCAL_INV;
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
 	case IBV_QPT_UD:
 		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	default:
@@ -317,9 +325,80 @@ int qhca_wqe_set_inline_list(struct qhca_send_wqe *wqe,
 	return 0;
 }
 
+/*
+ * Memory windows: the rights a bind gives are remote ones (IBA 10.6.7.2);
+ * anything else, zero-based windows included, is EINVAL
+ */
+int qhca_mw_access(unsigned int mw_access_flags, uint32_t *access)
+{
+	if (mw_access_flags & ~(IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC))
+		return EINVAL;
+	*access = 0;
+	if (mw_access_flags & IBV_ACCESS_REMOTE_WRITE)
+		*access |= QHCA_ACCESS_REMOTE_WRITE;
+	if (mw_access_flags & IBV_ACCESS_REMOTE_READ)
+		*access |= QHCA_ACCESS_REMOTE_READ;
+	if (mw_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
+		*access |= QHCA_ACCESS_REMOTE_ATOMIC;
+	return 0;
+}
+
+/*
+ * The bind.* fields of a BIND_MW WQE: the window, named by its key now
+ * (@mw_key), gets @new_key and, with an MR, [addr, addr + length) of it
+ * with the rights asked for.  Without an MR the length must be 0: an
+ * unbind, which only type 1 windows take (the caller checks the type).
+ */
+int qhca_wqe_set_bind(struct qhca_send_wqe *wqe, uint32_t mw_key,
+		      uint32_t new_key, const struct ibv_mw_bind_info *bind)
+{
+	uint32_t access;
+
+	if (qhca_mw_access(bind->mw_access_flags, &access))
+		return EINVAL;
+	if (bind->mr) {
+		wqe->bind.addr = htole64(bind->addr);
+		wqe->bind.length = htole64(bind->length);
+		wqe->bind.mr_lkey = htole32(bind->mr->lkey);
+	} else if (bind->addr || bind->length) {
+		return EINVAL;
+	}
+	wqe->bind.mw_key = htole32(mw_key);
+	wqe->bind.new_key = htole32(new_key);
+	wqe->bind.access = htole32(access);
+	return 0;
+}
+
 #define QHCA_SEND_FLAGS_SUPPORTED \
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
 	 IBV_SEND_INLINE)
+
+/*
+ * A BIND_MW WQE of ibv_bind_mw() (type 1) or of an IBV_WR_BIND_MW work
+ * request (type 2, which must bind: an MR and a length): everything in
+ * the header, no SGEs, IBV_SEND_INLINE ignored.  The caller sets mw->rkey
+ * to @new_key once the WQE is posted.
+ */
+int qhca_build_bind_wqe(void *wqe_buf, const struct qhca_sq_params *p,
+			uint64_t wr_id, unsigned int send_flags,
+			const struct ibv_mw *mw, uint32_t new_key,
+			const struct ibv_mw_bind_info *bind)
+{
+	struct qhca_send_wqe *wqe = wqe_buf;
+	uint8_t hw_op;
+
+	if (send_flags & ~QHCA_SEND_FLAGS_SUPPORTED || !mw ||
+	    qhca_wr_opcode(IBV_WR_BIND_MW, p->qp_type, &hw_op))
+		return EINVAL;
+	if (mw->type != IBV_MW_TYPE_1 &&
+	    (mw->type != IBV_MW_TYPE_2 || !bind->mr || !bind->length))
+		return EINVAL;
+	qhca_wqe_init(wqe, hw_op, qhca_wqe_flags(send_flags, p->sig_all),
+		      wr_id);
+	return qhca_wqe_set_bind(wqe, mw->rkey, new_key, bind);
+}
 
 /*
  * Validate one ibv_send_wr against its QP and write it as a send WQE at
@@ -343,6 +422,15 @@ int qhca_build_send_wqe(void *wqe_buf, const struct qhca_sq_params *p,
 	ret = qhca_wr_opcode(wr->opcode, p->qp_type, &hw_op);
 	if (ret)
 		return ret;
+	/* type 1 windows are bound by ibv_bind_mw() only */
+	if (hw_op == QHCA_WQE_BIND_MW)
+		return wr->bind_mw.mw && wr->bind_mw.mw->type == IBV_MW_TYPE_2 ?
+			       qhca_build_bind_wqe(wqe, p, wr->wr_id,
+						   wr->send_flags,
+						   wr->bind_mw.mw,
+						   wr->bind_mw.rkey,
+						   &wr->bind_mw.bind_info) :
+			       EINVAL;
 	if (wr->num_sge < 0)
 		return EINVAL;
 	if (p->qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
@@ -489,6 +577,9 @@ int qhca_wc_opcode(uint8_t hw_op, enum ibv_wc_opcode *op)
 		return 0;
 	case QHCA_CQE_OP_FETCH_ADD:
 		*op = IBV_WC_FETCH_ADD;
+		return 0;
+	case QHCA_CQE_OP_BIND_MW:
+		*op = IBV_WC_BIND_MW;
 		return 0;
 	case QHCA_CQE_OP_LOCAL_INV:
 		*op = IBV_WC_LOCAL_INV;

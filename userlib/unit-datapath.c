@@ -105,6 +105,8 @@ enum {
 	W_INLINE_LEN = 4, W_WR_ID = 8, W_IMM = 16, W_INV_RKEY = 20,
 	W_RADDR = 24, W_RKEY = 32, W_CMP_ADD = 40, W_SWAP = 48,
 	W_AHN = 24, W_RQPN = 28, W_QKEY = 32,
+	W_BADDR = 24, W_BLEN = 32, W_BMR = 40, W_BMW = 44, W_BNEW = 48,
+	W_BACCESS = 52,
 	W_HDR = 64, W_SGE = 16,
 	R_WR_ID = 0, R_NUM_SGE = 8, R_HDR = 16,
 };
@@ -113,8 +115,15 @@ enum {
 enum {
 	OP_RDMA_WRITE = 0x00, OP_RDMA_WRITE_IMM = 0x01, OP_SEND = 0x02,
 	OP_SEND_IMM = 0x03, OP_RDMA_READ = 0x04, OP_CMP_SWP = 0x05,
-	OP_FETCH_ADD = 0x06, OP_LOCAL_INV = 0x07, OP_SEND_INV = 0x09,
+	OP_FETCH_ADD = 0x06, OP_LOCAL_INV = 0x07, OP_BIND_MW = 0x08,
+	OP_SEND_INV = 0x09,
 	F_SIGNALED = 1, F_SOLICITED = 2, F_INLINE = 4, F_FENCE = 8,
+};
+
+/* The device's access bits (docs/hardware.md), as literals */
+enum {
+	A_LOCAL_WRITE = 1, A_REMOTE_WRITE = 2, A_REMOTE_READ = 4,
+	A_REMOTE_ATOMIC = 8,
 };
 
 static void exp_hdr(uint8_t *e, uint8_t op, uint8_t flags, uint8_t num_sge,
@@ -146,7 +155,8 @@ enum {
 /* Linux's ib_wc_opcode values used by the contract, and the CQE flags */
 enum {
 	CO_SEND = 0, CO_RDMA_WRITE = 1, CO_RDMA_READ = 2, CO_COMP_SWAP = 3,
-	CO_FETCH_ADD = 4, CO_LOCAL_INV = 6, CO_FLUSH = 8, CO_ATOMIC_WRITE = 9,
+	CO_FETCH_ADD = 4, CO_BIND_MW = 5, CO_LOCAL_INV = 6, CO_FLUSH = 8,
+	CO_ATOMIC_WRITE = 9,
 	CO_REG_MR = 10, CO_RECV = 128,
 	CO_RECV_RDMA_IMM = 129,
 	CF_WITH_IMM = 1, CF_WITH_INV = 2, CF_GRH = 4, CF_SOLICITED = 8,
@@ -257,6 +267,8 @@ static struct qhca_qp *new_qp(struct qhca_context *ctx,
 		.recv_cq = &s->rcq->vcq.cq,
 		.srq = s->srq ? &s->srq->ibv_srq : NULL,
 		.sq_sig_all = s->sig_all,
+		.comp_mask = s->send_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0,
+		.send_ops_flags = s->send_ops,
 	};
 	struct qhca_qp *qp = calloc(1, sizeof(*qp));
 	struct ibv_qp *ibqp;
@@ -465,6 +477,10 @@ static const struct qhca_sq_params ud_params = {
 	.qp_type = IBV_QPT_UD, .max_sge = 12, .max_inline = 192,
 };
 
+static const struct qhca_sq_params uc_params = {
+	.qp_type = IBV_QPT_UC, .max_sge = 12, .max_inline = 192,
+};
+
 static struct ibv_sge test_sges[3] = {
 	{ .addr = 0x1122334455667788ull, .length = 0x1000, .lkey = 0xabc01 },
 	{ .addr = 0x00007fff00001000ull, .length = 0x20, .lkey = 0xabc02 },
@@ -655,6 +671,41 @@ static void test_send_wqe(void)
 	   "WQE: inline RDMA_WRITE");
 
 	{
+		struct ibv_mr mr = { .lkey = 0x5501 };
+		struct ibv_mw mw = { .rkey = 0x7702, .type = IBV_MW_TYPE_2 };
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 14;
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+		/* SGEs mean nothing to a bind: none are written */
+		wr.sg_list = test_sges;
+		wr.num_sge = 2;
+		wr.bind_mw.mw = &mw;
+		wr.bind_mw.rkey = 0x7703;
+		wr.bind_mw.bind_info.mr = &mr;
+		wr.bind_mw.bind_info.addr = 0x0000123456789000ull;
+		wr.bind_mw.bind_info.length = 0x1234500000ull;
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						       IBV_ACCESS_REMOTE_ATOMIC;
+		exp_hdr(e, OP_BIND_MW, F_SIGNALED, 0, 0, 14);
+		put64(e, W_BADDR, 0x0000123456789000ull);
+		put64(e, W_BLEN, 0x1234500000ull);
+		put32(e, W_BMR, 0x5501);
+		put32(e, W_BMW, 0x7702);
+		put32(e, W_BNEW, 0x7703);
+		put32(e, W_BACCESS, A_REMOTE_WRITE | A_REMOTE_ATOMIC);
+		ok(check_send_wqe("BIND_MW", &rc_params, &wr, e) &&
+		   mw.rkey == 0x7702,
+		   "WQE: BIND_MW 0x08 (type 2): addr at 24, length at 32, MR lkey at 40, window key at 44, new key at 48, rights at 52; no SGEs or INLINE");
+
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+		put32(e, W_BACCESS, A_REMOTE_READ);
+		ok(check_send_wqe("BIND_MW UC", &uc_params, &wr, e),
+		   "WQE: BIND_MW on a UC QP, remote read right 0x4");
+	}
+
+	{
 		struct qhca_sq_params sig = rc_params;
 
 		sig.sig_all = true;
@@ -683,7 +734,7 @@ static void test_send_wqe_errors(void)
 		/* 14: IBV_WR_FLUSH, named only from rdma-core 45 on (the
 		 * provider is also built against rdma-core 44's headers)
 		 */
-		IBV_WR_BIND_MW, IBV_WR_TSO, IBV_WR_DRIVER1,
+		IBV_WR_TSO, IBV_WR_DRIVER1,
 		(enum ibv_wr_opcode)14, IBV_WR_ATOMIC_WRITE,
 		(enum ibv_wr_opcode)99,
 	};
@@ -708,7 +759,52 @@ static void test_send_wqe_errors(void)
 		if (qhca_build_send_wqe(buf, &rc_params, &wr) != EINVAL)
 			good = false;
 	}
-	ok(good, "BIND_MW, TSO, FLUSH, ATOMIC_WRITE and unknown opcodes are EINVAL");
+	ok(good, "TSO, FLUSH, ATOMIC_WRITE and unknown opcodes are EINVAL");
+
+	{
+		struct ibv_mr mr = { .lkey = 0x5501 };
+		struct ibv_mw mw = { .rkey = 0x7702, .type = IBV_MW_TYPE_2 };
+		static const unsigned int bad_rights[] = {
+			IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_ZERO_BASED,
+			IBV_ACCESS_MW_BIND,
+#ifdef QHCA_HAVE_IBV_FLUSH
+			IBV_ACCESS_FLUSH_GLOBAL,
+#endif
+		};
+
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.bind_mw.mw = &mw;
+		wr.bind_mw.rkey = 0x7703;
+		wr.bind_mw.bind_info.mr = &mr;
+		wr.bind_mw.bind_info.length = 4096;
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		good = qhca_build_send_wqe(buf, &rc_params, &wr) == 0 &&
+		       qhca_build_send_wqe(buf, &ud_params, &wr) == EINVAL;
+		for (i = 0; i < ARRAY_SIZE(bad_rights); i++) {
+			wr.bind_mw.bind_info.mw_access_flags = bad_rights[i];
+			if (qhca_build_send_wqe(buf, &rc_params, &wr) != EINVAL)
+				good = false;
+		}
+		ok(good, "BIND_MW: UD QPs refuse it; rights other than remote read/write/atomic (local write, zero-based, MW_BIND and, with rdma-core 45+, FLUSH) are EINVAL");
+
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		wr.bind_mw.bind_info.length = 0;
+		good = qhca_build_send_wqe(buf, &rc_params, &wr) == EINVAL;
+		wr.bind_mw.bind_info.length = 4096;
+		wr.bind_mw.bind_info.mr = NULL;
+		good = good &&
+		       qhca_build_send_wqe(buf, &rc_params, &wr) == EINVAL;
+		wr.bind_mw.bind_info.mr = &mr;
+		mw.type = IBV_MW_TYPE_1;
+		good = good &&
+		       qhca_build_send_wqe(buf, &rc_params, &wr) == EINVAL;
+		wr.bind_mw.mw = NULL;
+		good = good &&
+		       qhca_build_send_wqe(buf, &rc_params, &wr) == EINVAL;
+		ok(good && mw.rkey == 0x7702,
+		   "IBV_WR_BIND_MW: a type 2 unbind (length 0), no MR, a type 1 window (ibv_bind_mw() only), no window are EINVAL");
+	}
 
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND;
@@ -812,6 +908,7 @@ static void test_cqe_decode(void)
 		{ CO_RDMA_READ, IBV_WC_RDMA_READ },
 		{ CO_COMP_SWAP, IBV_WC_COMP_SWAP },
 		{ CO_FETCH_ADD, IBV_WC_FETCH_ADD },
+		{ CO_BIND_MW, IBV_WC_BIND_MW },
 		{ CO_LOCAL_INV, IBV_WC_LOCAL_INV }, { CO_RECV, IBV_WC_RECV },
 		{ CO_RECV_RDMA_IMM, IBV_WC_RECV_RDMA_WITH_IMM },
 		{ CO_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
@@ -1478,8 +1575,8 @@ static void test_wr_api(void)
 		data[i] = (uint8_t)i;
 
 	ok(qpx && qpx->wr_send && qpx->wr_rdma_read && qpx->wr_local_inv &&
-	   qpx->wr_atomic_cmp_swp && !qpx->wr_set_ud_addr && !qpx->wr_bind_mw,
-	   "wr API: RC QP gets the requested ops, no UD address, no bind_mw");
+	   qpx->wr_atomic_cmp_swp && !qpx->wr_set_ud_addr && qpx->wr_bind_mw,
+	   "wr API: RC QP gets the requested ops (bind_mw too), no UD address");
 
 	ibv_wr_start(qpx);
 	qpx->wr_id = 1;
@@ -1696,6 +1793,221 @@ static void test_wr_api_ud(void)
 }
 
 /*
+ * Memory windows: ibv_bind_mw() of a type 1 window and IBV_WR_BIND_MW of a
+ * type 2 one through ibv_post_send() post a BIND_MW WQE with the window's
+ * key now and its next one, which is the window's rkey once posted (and
+ * not if the post fails)
+ */
+static void test_bind_mw(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 16, 1);
+	struct qp_spec s = {
+		.type = IBV_QPT_RC, .scq = cq, .rcq = cq, .qpn = 0x72,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1,
+			 .max_recv_wr = 1, .max_recv_sge = 1 },
+	};
+	struct qhca_qp *qp = new_qp(ctx, &s);
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+	struct ibv_mr mr = { .lkey = 0x1201 };
+	struct ibv_mw mw1 = { .rkey = 0x3400 | 0xff, .type = IBV_MW_TYPE_1 };
+	struct ibv_mw mw2 = { .rkey = 0x5610, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw_bind mb = {
+		.wr_id = 40, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = &mr, .addr = 0x7000, .length = 0x800,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_wc wc;
+	uint8_t e[W_HDR];
+	uint32_t i;
+	bool good;
+
+	ok(qhca_bind_mw(ibqp, &mw1, &mb) == 0 && mw1.rkey == 0x3400 &&
+	   db_val(ctx, QHCA_DB_SQ) == (0x72 | 1 << 16),
+	   "ibv_bind_mw (type 1): posted with one doorbell; the rkey's low byte wraps 0xff -> 0x00 (ibv_inc_rkey)");
+	exp_hdr(e, OP_BIND_MW, F_SIGNALED, 0, 0, 40);
+	put64(e, W_BADDR, 0x7000);
+	put64(e, W_BLEN, 0x800);
+	put32(e, W_BMR, 0x1201);
+	put32(e, W_BMW, 0x34ff);
+	put32(e, W_BNEW, 0x3400);
+	put32(e, W_BACCESS, A_REMOTE_READ | A_REMOTE_WRITE);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 0), e, W_HDR, "bind type 1"),
+	   "ibv_bind_mw (type 1): BIND_MW WQE with the old key, the new key, the MR's lkey, range and rights");
+
+	/* unbind: no MR, length 0 */
+	memset(&mb.bind_info, 0, sizeof(mb.bind_info));
+	mb.wr_id = 41;
+	mb.send_flags = 0;
+	ok(qhca_bind_mw(ibqp, &mw1, &mb) == 0 && mw1.rkey == 0x3401,
+	   "ibv_bind_mw (type 1) unbind: posted, the key moves on again");
+	exp_hdr(e, OP_BIND_MW, 0, 0, 0, 41);
+	put32(e, W_BMW, 0x3400);
+	put32(e, W_BNEW, 0x3401);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 1), e, W_HDR, "unbind type 1"),
+	   "ibv_bind_mw (type 1) unbind: length 0, MR lkey 0, no rights");
+
+	mb.bind_info.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+	good = qhca_bind_mw(ibqp, &mw1, &mb) == EINVAL;
+	mb.bind_info.mw_access_flags = 0;
+	good = good && qhca_bind_mw(ibqp, &mw2, &mb) == EINVAL;
+	mb.send_flags = IBV_SEND_IP_CSUM;
+	good = good && qhca_bind_mw(ibqp, &mw1, &mb) == EINVAL;
+	mb.send_flags = 0;
+	ibqp->state = IBV_QPS_RTR;
+	good = good && qhca_bind_mw(ibqp, &mw1, &mb) == EINVAL;
+	ibqp->state = IBV_QPS_RTS;
+	ok(good && mw1.rkey == 0x3401 && mw2.rkey == 0x5610 &&
+	   qp->sq.pi == 2 && db_val(ctx, QHCA_DB_SQ) == (0x72 | 2 << 16),
+	   "ibv_bind_mw: zero-based rights, a type 2 window, a bad send flag, a QP before RTS are EINVAL; nothing posted, the keys stay");
+
+	/* type 2 through ibv_post_send: the second WR of a chain is bad */
+	memset(wr, 0, sizeof(wr));
+	wr[0].wr_id = 42;
+	wr[0].opcode = IBV_WR_BIND_MW;
+	wr[0].bind_mw.mw = &mw2;
+	wr[0].bind_mw.rkey = ibv_inc_rkey(mw2.rkey);
+	wr[0].bind_mw.bind_info.mr = &mr;
+	wr[0].bind_mw.bind_info.addr = 0x7100;
+	wr[0].bind_mw.bind_info.length = 0x100;
+	wr[0].bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	wr[0].next = &wr[1];
+	wr[1] = wr[0];
+	wr[1].next = NULL;
+	wr[1].bind_mw.bind_info.length = 0;
+	ok(qhca_post_send(ibqp, &wr[0], &bad) == EINVAL && bad == &wr[1] &&
+	   mw2.rkey == 0x5611 && qp->sq.pi == 3,
+	   "ibv_post_send IBV_WR_BIND_MW (type 2): the window's rkey is the new key once posted; the bad WR after it changes nothing");
+	exp_hdr(e, OP_BIND_MW, 0, 0, 0, 42);
+	put64(e, W_BADDR, 0x7100);
+	put64(e, W_BLEN, 0x100);
+	put32(e, W_BMR, 0x1201);
+	put32(e, W_BMW, 0x5610);
+	put32(e, W_BNEW, 0x5611);
+	put32(e, W_BACCESS, A_REMOTE_WRITE);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 2), e, W_HDR, "bind type 2"),
+	   "ibv_post_send IBV_WR_BIND_MW: the WQE has the old key and the new");
+
+	/* fill the SQ (8): the bind that does not fit keeps its key */
+	for (i = 3; i < 8; i++)
+		if (qhca_bind_mw(ibqp, &mw1, &mb))
+			break;
+	ok(i == 8 && mw1.rkey == 0x3406 && qhca_bind_mw(ibqp, &mw1, &mb) ==
+	   ENOMEM && mw1.rkey == 0x3406,
+	   "ibv_bind_mw on a full SQ is ENOMEM, the key stays");
+
+	/* the device completes the first bind: IBV_WC_BIND_MW */
+	dev_complete(cq, 0, 0x72, CO_BIND_MW, 0, 40);
+	ok(qhca_poll_cq(&cq->vcq.cq, 1, &wc) == 1 && wc.wr_id == 40 &&
+	   wc.opcode == IBV_WC_BIND_MW && wc.status == IBV_WC_SUCCESS &&
+	   qp->sq.ci == 1,
+	   "a BIND_MW completion polls as IBV_WC_BIND_MW and frees its SQ entry");
+
+	free_qp(ctx, qp);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
+/*
+ * ibv_wr_bind_mw() (type 2): the WQE as through ibv_post_send(); the
+ * window's rkey changes when wr_complete() posts it, not before, and not
+ * after wr_abort() or a failed batch
+ */
+static void test_wr_bind_mw(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 16, 1);
+	struct qp_spec s = {
+		.type = IBV_QPT_RC, .scq = cq, .rcq = cq, .qpn = 0x73,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1,
+			 .max_recv_wr = 1, .max_recv_sge = 1 },
+		.send_ops = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND,
+	};
+	struct qhca_qp *qp = new_qp(ctx, &s);
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(&qp->vqp.qp);
+	struct ibv_mr mr = { .lkey = 0x1301 };
+	struct ibv_mw mwa = { .rkey = 0x8820, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw mwb = { .rkey = 0x9930, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw mw1 = { .rkey = 0xaa40, .type = IBV_MW_TYPE_1 };
+	struct ibv_mw_bind_info bi = {
+		.mr = &mr, .addr = 0x4000, .length = 0x2000,
+		.mw_access_flags = IBV_ACCESS_REMOTE_READ,
+	};
+	uint8_t e[W_HDR];
+	bool good;
+
+	ok(qpx->wr_bind_mw != NULL && qp->sq_mw != NULL,
+	   "wr API: IBV_QP_EX_WITH_BIND_MW gives wr_bind_mw");
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 50;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qpx, &mwa, 0x8821, &bi);
+	good = mwa.rkey == 0x8820;
+	qpx->wr_id = 51;
+	qpx->wr_flags = 0;
+	ibv_wr_send(qpx);
+	qpx->wr_id = 52;
+	ibv_wr_bind_mw(qpx, &mwb, 0x9955, &bi);
+	ok(good && ibv_wr_complete(qpx) == 0 && mwa.rkey == 0x8821 &&
+	   mwb.rkey == 0x9955 && db_val(ctx, QHCA_DB_SQ) == (0x73 | 3 << 16),
+	   "wr API: two binds and a send in one batch; each window has its new rkey after wr_complete, not before");
+	exp_hdr(e, OP_BIND_MW, F_SIGNALED, 0, 0, 50);
+	put64(e, W_BADDR, 0x4000);
+	put64(e, W_BLEN, 0x2000);
+	put32(e, W_BMR, 0x1301);
+	put32(e, W_BMW, 0x8820);
+	put32(e, W_BNEW, 0x8821);
+	put32(e, W_BACCESS, A_REMOTE_READ);
+	good = same_bytes(qhca_wq_entry(&qp->sq, 0), e, W_HDR, "wr bind a");
+	exp_hdr(e, OP_BIND_MW, 0, 0, 0, 52);
+	put64(e, W_BADDR, 0x4000);
+	put64(e, W_BLEN, 0x2000);
+	put32(e, W_BMR, 0x1301);
+	put32(e, W_BMW, 0x9930);
+	put32(e, W_BNEW, 0x9955);
+	put32(e, W_BACCESS, A_REMOTE_READ);
+	good = good && same_bytes(qhca_wq_entry(&qp->sq, 2), e, W_HDR,
+				  "wr bind b");
+	ok(good, "wr API: BIND_MW WQEs as with ibv_post_send");
+
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
+	ibv_wr_abort(qpx);
+	ok(mwa.rkey == 0x8821 && qp->sq.pi == 3,
+	   "wr API: wr_abort of a bind leaves the window's rkey");
+
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
+	ibv_wr_bind_mw(qpx, &mw1, 0xaa41, &bi);
+	ok(ibv_wr_complete(qpx) == EINVAL && mwa.rkey == 0x8821 &&
+	   mw1.rkey == 0xaa40 && qp->sq.pi == 3,
+	   "wr API: a type 1 window is EINVAL (ibv_bind_mw() only); the batch fails, no rkey changes");
+
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
+	ibv_wr_set_sge(qpx, 0x1301, 0x4000, 8);
+	good = ibv_wr_complete(qpx) == EINVAL;
+	bi.length = 0;
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
+	good = good && ibv_wr_complete(qpx) == EINVAL;
+	bi.length = 8;
+	bi.mw_access_flags = IBV_ACCESS_LOCAL_WRITE;
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
+	good = good && ibv_wr_complete(qpx) == EINVAL;
+	ok(good && mwa.rkey == 0x8821 && qp->sq.pi == 3,
+	   "wr API: a bind with an SGE, of length 0, with local rights is EINVAL");
+
+	free_qp(ctx, qp);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
+/*
  * The kernel's create responses against the provider's own geometry:
  * responses as a kernel with QHCA_CREATE_RESP_GEOMETRY writes them (values
  * spelled out here from docs/abi.md, not computed), each field changed in
@@ -1866,11 +2178,13 @@ static void test_create_validation(void)
 	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
 	   "create_qp_ex: RDMA_WRITE in send_ops_flags of a UD QP is EOPNOTSUPP");
 
-	qattr.qp_type = IBV_QPT_RC;
-	qattr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	qattr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	ok(!qhca_create_qp_ex(ibctx, &qattr) && errno == EOPNOTSUPP,
-	   "create_qp_ex: BIND_MW in send_ops_flags is EOPNOTSUPP");
+	   "create_qp_ex: BIND_MW in send_ops_flags of a UD QP is EOPNOTSUPP");
+	qattr.qp_type = IBV_QPT_RC;
+	ok(qhca_check_qp_attr(ctx, &qattr) == 0,
+	   "create_qp_ex: BIND_MW in send_ops_flags of an RC QP passes the provider's checks");
 
 	/* IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag is a plain create */
 	qattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
@@ -2094,6 +2408,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/provider/datapath/wr-api", test_wr_api);
 	g_test_add_func("/provider/datapath/wr-api-ud", test_wr_api_ud);
 	g_test_add_func("/provider/datapath/wr-placement", test_wr_placement);
+	g_test_add_func("/provider/datapath/bind-mw", test_bind_mw);
+	g_test_add_func("/provider/datapath/wr-bind-mw", test_wr_bind_mw);
 	g_test_add_func("/provider/datapath/create-validation",
 			test_create_validation);
 	g_test_add_func("/provider/datapath/create-resp", test_create_resp);
