@@ -286,6 +286,44 @@ def placement():
     return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
 
 
+def windows():
+    """Memory windows (issue 12 item 2; the new key's variant is the
+    wr_id's low byte): B allocates a type 1 window, binds
+    it to 512 bytes of its MR for remote write, A writes through it, then
+    past its end (refused); a type 2 window, bound and invalidated."""
+    i = Input()
+    i.op('CMD', dev=B, opcode=H['QHCA_CMD_ALLOC_MW'], len=8,
+         var=struct.pack('<IB3x', 1, H['QHCA_MW_TYPE_1']))
+    i.send(B, RC, 'QHCA_WQE_BIND_MW', 0x31, remote=0x100, add=512,
+           swap=H['QHCA_ACCESS_REMOTE_WRITE'])
+    i.expect(B, RC, 0x31)
+    i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 0x32, [sge(0, 64)], remote=0x100,
+           rkey=0x7f)
+    i.expect(A, RC, 0x32)
+    # LOCAL_INV of a type 1 window: refused locally
+    i.send(B, RC, 'QHCA_WQE_LOCAL_INV', 0x33, rkey=0x7f)
+    i.expect(B, RC, 0x33, 'QHCA_CQE_LOC_PROT_ERR')
+    i.connect()
+    i.op('CMD', dev=B, opcode=H['QHCA_CMD_ALLOC_MW'], len=8,
+         var=struct.pack('<IB3x', 1, H['QHCA_MW_TYPE_2']))
+    i.send(B, RC, 'QHCA_WQE_BIND_MW', 0x34, remote=0, add=4096,
+           swap=H['QHCA_ACCESS_REMOTE_WRITE'] | H['QHCA_ACCESS_REMOTE_READ'])
+    i.expect(B, RC, 0x34)
+    i.send(A, RC, 'QHCA_WQE_RDMA_READ', 0x35, [sge(0, 64)], remote=0x200,
+           rkey=0x7f)
+    i.expect(A, RC, 0x35)
+    i.send(B, RC, 'QHCA_WQE_LOCAL_INV', 0x36, rkey=0x7f)
+    i.expect(B, RC, 0x36)
+    # through the window no more: a remote access error
+    return bad_remote_more(i, 0x100, 'QHCA_WQE_RDMA_WRITE', rkey=0x7f)
+
+
+def bad_remote_more(i, remote, opcode, rkey):
+    i.send(A, RC, opcode, 0xe1, [sge(0, 16)], remote=remote, rkey=rkey)
+    i.expect(A, RC, 0xe1, 'QHCA_CQE_REM_ACCESS_ERR')
+    return i.expect_qp(A, RC, 'QHCA_QPS_ERR')
+
+
 def ud():
     i = Input()
     i.recv(B, UD, 0x77, [sge(0, 140)])
@@ -1147,7 +1185,7 @@ def rereg_mr():
                    ('QHCA_CMD_ERR_PARAM', dict(what=0)),
                    ('QHCA_CMD_ERR_PARAM', dict(what=8 | 4, access=1)),
                    ('QHCA_CMD_ERR_HANDLE', dict(what=2, pd=99)),
-                   ('QHCA_CMD_ERR_PARAM', dict(what=4, access=0x30)),
+                   ('QHCA_CMD_ERR_PARAM', dict(what=4, access=0xc0)),
                    ('QHCA_CMD_ERR_PARAM', dict(what=rr, mem=0, length=0)),
                    (None, dict(what=rr, mem=5, length=4096))):
         i.status_op('REREG', st, dev=A, **kw)
@@ -1421,6 +1459,7 @@ SEEDS = {
     'write-read-1m': lambda: write_read(1 << 20, 64),
     'atomics': atomics,
     'placement': placement,
+    'windows': windows,
     'ud-grh': ud,
     'loopback': loopback,
     'rnr': rnr,

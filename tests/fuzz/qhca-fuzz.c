@@ -52,7 +52,10 @@
  *                  remote offset and rkey into the peer's MR, atomic
  *                  operands, immediate (also the wr_id); rings the SQ
  *                  doorbell unless nodb; FLUSH takes its FETH from the
- *                  high half of swap.  On UD, rkey picks the AH: 1 the
+ *                  high half of swap; BIND_MW binds the window of the last
+ *                  ALLOC_MW to the MR of rkey at remote, length add, rights
+ *                  swap & 0x3f, new key variant imm; rkey 0x7f is that
+ *                  window's key.  On UD, rkey picks the AH: 1 the
  *                  one to the peer's IPv6 GID, 2 the last AH a good AV
  *                  op made (if any), 3 the group AH the last MCAST with
  *                  flags & 16 made (if any; DestQP 0xFFFFFF), else and
@@ -509,6 +512,11 @@ static uint64_t frmr_pbl[2];
 static uint32_t av_ahn[2];
 /* per device: the AH to a group the last MCAST with flags & 16 made */
 static uint32_t mcast_ahn[2];
+/*
+ * per device: the window the last good ALLOC_MW (a CMD op) made, with the
+ * key the last BIND_MW SEND op gave it (0: none); rkey selector 0x7f
+ */
+static uint32_t mw_key[2];
 /* per device: the counters QUERY_STATS returned last (strict checks) */
 static uint64_t stats_seen[2][QHCA_STAT_NUM];
 
@@ -602,6 +610,9 @@ static uint32_t qpn_sel(HxDev *d, uint8_t sel)
 
 static uint32_t key_sel(HxDev *d, uint8_t sel)
 {
+    if (sel == 0x7f && mw_key[d->idx]) {
+        return mw_key[d->idx];
+    }
     switch (sel & 3) {
     case 0:
         return d->drv.mr.key;
@@ -658,6 +669,7 @@ static bool setup(void)
     memset(stats_seen, 0, sizeof(stats_seen));
     memset(av_ahn, 0, sizeof(av_ahn));
     memset(mcast_ahn, 0, sizeof(mcast_ahn));
+    memset(mw_key, 0, sizeof(mw_key));
     return true;
 }
 
@@ -787,6 +799,9 @@ static void op_cmd(Fz *f)
     if (st == QHCA_CMD_OK && (a.fix & 1) && a.opcode == QHCA_CMD_CREATE_QP) {
         hx_drv_qp_add(d, &c.create_qp, result, &sq, &rq);
     }
+    if (st == QHCA_CMD_OK && a.opcode == QHCA_CMD_ALLOC_MW) {
+        mw_key[d->idx] = result;
+    }
 }
 
 static void op_send(Fz *f)
@@ -834,6 +849,24 @@ static void op_send(Fz *f)
     case QHCA_WQE_LOCAL_INV:
         w.invalidate_rkey = cpu_to_le32(key_sel(d, a.rkey));
         break;
+    case QHCA_WQE_BIND_MW: {
+        /* window mw_key of this device, to its MR at remote, rights swap */
+        uint32_t cur = mw_key[d->idx];
+        uint32_t next = (cur & ~QHCA_KEY_VARIANT_MASK) |
+                        (le32_to_cpu(a.imm) & QHCA_KEY_VARIANT_MASK);
+
+        w.bind.addr = cpu_to_le64(key_iova(d, a.rkey) +
+                                  le32_to_cpu(a.remote));
+        w.bind.length = a.add;
+        w.bind.mr_lkey = cpu_to_le32(key_sel(d, a.rkey));
+        w.bind.mw_key = cpu_to_le32(cur);
+        w.bind.new_key = cpu_to_le32(next);
+        w.bind.access = cpu_to_le32(le64_to_cpu(a.swap) & 0x3f);
+        if (cur) {
+            mw_key[d->idx] = next;
+        }
+        break;
+    }
     case QHCA_WQE_SEND_WITH_INV:
         w.invalidate_rkey = cpu_to_le32(key_sel(peer, a.rkey));
         break;

@@ -301,7 +301,7 @@ extern const HxConnOpts hx_default_conn;
 
 #define HX_ALL_ACCESS   (QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE | \
                          QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_ATOMIC | \
-                         QHCA_ACCESS_FLUSH_GLOBAL)
+                         QHCA_ACCESS_FLUSH_GLOBAL | QHCA_ACCESS_MW_BIND)
 #define HX_QKEY         0x1234u
 #define HX_GID_IPV4     0       /* GID table index of the IPv4 address */
 #define HX_GID_IPV6     1       /* ... and of the IPv6 one */
