@@ -16,6 +16,14 @@
  * misaligned one did not, nothing else changed.  Each side prints
  * "ok - NAME" or "not ok - NAME" lines and "place: all ok" if all passed.
  *
+ * -M (both sides): memory windows instead of the misaligned ATOMIC WRITE:
+ * the server binds a type 2 window (IBV_WR_BIND_MW) over 512 bytes of its
+ * region, remote write only, and sends its key; the client writes through
+ * it, then past its end, which must fail with a remote access error and
+ * leave memory alone.  With -B as well (both sides) the write past the end
+ * is not tried: Soft-RoCE (Linux 6.12) does not keep a window's writes
+ * within the window, only within its MR (docs/verbs.md).
+ *
  * -F (client): no FLUSH.  Soft-RoCE (Linux 6.12) computes the ICRC of its
  * RC_FLUSH packets over the headers twice (its opcode table gives FLUSH no
  * payload offset, so it takes the packet from the BTH on as payload), and
@@ -42,6 +50,8 @@
 #define AW_BAD_OFF	36
 #define WR_OFF		64
 #define WR_LEN		64
+#define MW_OFF		2048
+#define MW_LEN		512
 
 static int failed;
 
@@ -170,6 +180,14 @@ static int to_rts(struct ibv_qp *qp, const struct peer *me,
 	return 0;
 }
 
+/*
+ * Server, -M: a type 2 window over [MW_OFF, MW_OFF + MW_LEN) of the
+ * region, remote write only, bound on @qp; its key and address in *win
+ */
+static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
+			struct ibv_cq *cq, struct ibv_mr *mr,
+			struct peer *win);
+
 /* Poll one completion (at most 20 s) */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -200,6 +218,34 @@ static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 	       ibv_wc_status_str(wc.status), wc.opcode);
 }
 
+static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
+			struct ibv_cq *cq, struct ibv_mr *mr,
+			struct peer *win)
+{
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+
+	result(mw != NULL, "server: ibv_alloc_mw(IBV_MW_TYPE_2)", "errno %d",
+	       errno);
+	if (!mw)
+		return;
+	wr.wr_id = 9;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)mr->addr + MW_OFF;
+	wr.bind_mw.bind_info.length = MW_LEN;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	result(!ibv_post_send(qp, &wr, &bad),
+	       "server: IBV_WR_BIND_MW posted", "%s", strerror(errno));
+	expect_wc(cq, 9, IBV_WC_SUCCESS, IBV_WC_BIND_MW,
+		  "server: the type 2 window is bound (IBV_WC_BIND_MW)");
+	win->rkey = wr.bind_mw.rkey;
+	win->addr = wr.bind_mw.bind_info.addr;
+}
+
 static void fill_pattern(uint8_t *b)
 {
 	int i;
@@ -209,7 +255,8 @@ static void fill_pattern(uint8_t *b)
 }
 
 static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
-		   const struct peer *srv, int no_flush)
+		   const struct peer *srv, int no_flush, const struct peer *win,
+		   int no_bounds)
 {
 	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
 	uint8_t *buf = mr->addr;
@@ -246,6 +293,30 @@ static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 			  "client: FLUSH of the whole region completes");
 	}
 
+	if (win) {
+		/* through the window, then past its end (the last check) */
+		ibv_wr_start(qpx);
+		qpx->wr_id = 6;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(qpx, win->rkey, win->addr);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 16);
+		result(!ibv_wr_complete(qpx), "client: a WRITE through the window posted",
+		       "%s", strerror(errno));
+		expect_wc(cq, 6, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+			  "client: a WRITE through the server's type 2 window completes");
+		if (no_bounds)
+			return;
+		ibv_wr_start(qpx);
+		qpx->wr_id = 7;
+		ibv_wr_rdma_write(qpx, win->rkey, win->addr + MW_LEN - 8);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 16);
+		result(!ibv_wr_complete(qpx), "client: a WRITE past the window's end posted",
+		       "%s", strerror(errno));
+		expect_wc(cq, 7, IBV_WC_REM_ACCESS_ERR, -1,
+			  "client: a WRITE past the window's end fails: remote access error");
+		return;
+	}
+
 	/* last: it ends the connection */
 	ibv_wr_start(qpx);
 	qpx->wr_id = 5;
@@ -257,13 +328,23 @@ static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 		  "client: a misaligned ATOMIC WRITE fails: remote invalid request");
 }
 
-static void server_check(const uint8_t *buf)
+static void server_check(const uint8_t *buf, int windows, int no_bounds)
 {
 	uint8_t want[REGION];
 
 	fill_pattern(want);
 	memcpy(want + AW_OFF, "ATOMWRIT", 8);
 	memset(want + WR_OFF, 0x5a, WR_LEN);
+	if (windows) {
+		memset(want + MW_OFF, 0x5a, 16);
+		result(!memcmp(buf + MW_OFF, want + MW_OFF, 16),
+		       "server: the WRITE through the window landed", NULL);
+		if (!no_bounds)
+			result(!memcmp(buf + MW_OFF + MW_LEN - 8,
+				       want + MW_OFF + MW_LEN - 8, 16),
+			       "server: the WRITE past the window's end left memory alone",
+			       NULL);
+	}
 	result(!memcmp(buf + AW_OFF, "ATOMWRIT", 8),
 	       "server: the 8 bytes of the ATOMIC WRITE landed as sent", NULL);
 	result(!memcmp(buf + AW_BAD_OFF, want + AW_BAD_OFF, 8),
@@ -275,7 +356,8 @@ static void server_check(const uint8_t *buf)
 int main(int argc, char **argv)
 {
 	const char *devname = NULL, *port = "18900", *srv_ip = NULL;
-	int gidx = 0, opt, fd, access, err, no_flush = 0;
+	int gidx = 0, opt, fd, access, err, no_flush = 0, windows = 0;
+	int no_bounds = 0;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	struct ibv_device_attr_ex dattr;
@@ -283,15 +365,21 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
-	struct peer me = { 0 }, them;
+	struct peer me = { 0 }, them, win = { 0 };
 	uint8_t *buf;
 	char ok = 1;
 	int i;
 
-	while ((opt = getopt(argc, argv, "d:g:p:F")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:FMB")) != -1) {
 		switch (opt) {
+		case 'B':
+			no_bounds = 1;
+			break;
 		case 'F':
 			no_flush = 1;
+			break;
+		case 'M':
+			windows = 1;
 			break;
 		case 'd':
 			devname = optarg;
@@ -303,7 +391,7 @@ int main(int argc, char **argv)
 			port = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV -g GIDX -p PORT [-F] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV -g GIDX -p PORT [-F] [-M [-B]] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -332,7 +420,8 @@ int main(int argc, char **argv)
 	fill_pattern(buf);
 	access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		 IBV_ACCESS_FLUSH_GLOBAL;
-	mr = ibv_reg_mr(pd, buf, REGION, access);
+	mr = ibv_reg_mr(pd, buf, REGION, access |
+			(windows && !srv_ip ? IBV_ACCESS_MW_BIND : 0));
 	if (!mr)
 		die("ibv_reg_mr with IBV_ACCESS_FLUSH_GLOBAL");
 	{
@@ -371,8 +460,17 @@ int main(int argc, char **argv)
 	/* both are at RTS before the client starts */
 	if (send_all(fd, &ok, 1) || recv_all(fd, &ok, 1))
 		die("sync over TCP");
+	/* -M: the server's window, bound now that its QP is at RTS */
+	if (windows && !srv_ip) {
+		bind_window(pd, qp, cq, mr, &win);
+		if (send_all(fd, &win, sizeof(win)))
+			die("window over TCP");
+	} else if (windows && recv_all(fd, &win, sizeof(win))) {
+		die("window over TCP");
+	}
 	if (srv_ip) {
-		client(qp, cq, mr, &them, no_flush);
+		client(qp, cq, mr, &them, no_flush, windows ? &win : NULL,
+		       no_bounds);
 		ok = !failed;
 		if (send_all(fd, &ok, 1))
 			die("done over TCP");
@@ -380,7 +478,7 @@ int main(int argc, char **argv)
 		if (recv_all(fd, &ok, 1))
 			die("waiting for the client");
 		result(ok, "server: the client's checks passed", NULL);
-		server_check(buf);
+		server_check(buf, windows, no_bounds);
 	}
 	close(fd);
 	ibv_destroy_qp(qp);

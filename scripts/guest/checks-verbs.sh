@@ -81,6 +81,10 @@ if [ -x /qhca/qhca-place ]; then
 	pcheck "qhca-place: WRITE, ATOMIC WRITE, FLUSH" 1 2 60 "tcp:$VPORT" \
 		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT" \
 		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT \$SRV" v_place
+	vport
+	pcheck "qhca-place -M: memory window" 1 2 60 "tcp:$VPORT" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M \$SRV" v_place
 fi
 
 # --- perftest: 1 byte, 64 KiB, 1 MiB; with and without rdma_cm --------------------------------

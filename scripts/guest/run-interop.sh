@@ -39,6 +39,14 @@ both() {
 			pcheck "qhca-place -F: WRITE, ATOMIC WRITE ($_l)" "$1" "$2" 90 "tcp:$port" \
 				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port" \
 				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F \$SRV" v_place ;;
+		place_mw)
+			# a type 2 window of the server's, written through by the
+			# client; -B: Soft-RoCE does not keep writes within a
+			# window (only within its MR), so past its end is not tried
+			_b=; case $_sd in rxe*) _b=" -B" ;; esac
+			pcheck "qhca-place -F -M$_b: memory window ($_l)" "$1" "$2" 90 "tcp:$port" \
+				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -M$_b" \
+				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F -M$_b \$SRV" v_place ;;
 		rping)
 			pcheck "rping -C 10 -S 4096 -V ($_l)" "$1" "$2" 90 "cm:$port" \
 				"rping -s -a \$SRV -p $port -C 10 -S 4096 -V" \
@@ -70,6 +78,7 @@ T=ib_atomic_bw A="-x \$PAIR_GIDX -o 16 -n 10" R=tcp S=8 both
 T=ib_atomic_bw A="-R -n 10" R=cm S=8 both
 T=rping both
 T=place both
+T=place_mw both
 pair_notes
 pair_stop_mailbox
 checks_done
