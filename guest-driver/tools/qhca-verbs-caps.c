@@ -7,15 +7,17 @@
  *
  * Reported limits are tried at the limit (must work) and one past it (must
  * fail); capability flags and the features the device lacks (ODP,
- * completion timestamps, memory windows, ...) are checked against what the
- * device does; unsupported verbs must return EOPNOTSUPP. One line per
- * check, "ok - caps: ..." or "not ok - caps: ...", as the guest tests
- * print them. Exit status 1 if any check failed.
+ * completion timestamps, ...) are checked against what the device does,
+ * and newer verbs (rereg, resize, memory windows) are tried; unsupported
+ * verbs must return EOPNOTSUPP. One line per check, "ok - caps: ..." or
+ * "not ok - caps: ...", as the guest tests print them. Exit status 1 if
+ * any check failed.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +66,12 @@ static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	return ibv_create_qp(pd, &a);
 }
 
-/* Bring @qp to RTS connected to itself, with @rd READ/atomic credits */
-static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
-		     uint8_t rd)
+/*
+ * Bring @qp to RTS connected to QP @dest of this device, with @rd
+ * READ/atomic credits; remote READ and WRITE allowed
+ */
+static int qp_connect(struct ibv_qp *qp, uint32_t dest, int gidx,
+		      union ibv_gid *gid, uint8_t rd)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
@@ -82,7 +87,7 @@ static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dest;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
@@ -104,6 +109,13 @@ static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Bring @qp to RTS connected to itself, with @rd READ/atomic credits */
+static int qp_to_rts(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
+		     uint8_t rd)
+{
+	return qp_connect(qp, qp->qp_num, gidx, gid, rd);
 }
 
 static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
@@ -198,22 +210,33 @@ static void check_limits(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_destroy_cq(cq);
 }
 
+/*
+ * Post a signaled RDMA WRITE or READ (@op) of @len bytes between the start
+ * of @lmr and @raddr of @rkey
+ */
+static int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op,
+		     struct ibv_mr *lmr, uint64_t raddr, uint32_t rkey,
+		     uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge s = {
+		.addr = (uintptr_t)lmr->addr, .length = len, .lkey = lmr->lkey,
+	};
+	struct ibv_send_wr w = {
+		.wr_id = wr_id, .sg_list = &s, .num_sge = 1,
+		.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	}, *bad;
+
+	return ibv_post_send(qp, &w, &bad);
+}
+
 /* Post a signaled WRITE of @len bytes of @src to @addr in @dst */
 static int post_write(struct ibv_qp *qp, struct ibv_mr *src,
 		      struct ibv_mr *dst, void *addr, uint32_t len,
 		      uint64_t wr_id)
 {
-	struct ibv_sge s = {
-		.addr = (uintptr_t)src->addr, .length = len, .lkey = src->lkey,
-	};
-	struct ibv_send_wr w = {
-		.wr_id = wr_id, .sg_list = &s, .num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)addr,
-			     .rkey = dst->rkey },
-	}, *bad;
-
-	return ibv_post_send(qp, &w, &bad);
+	return post_rdma(qp, IBV_WR_RDMA_WRITE, src, (uintptr_t)addr,
+			 dst->rkey, len, wr_id);
 }
 
 /* Write @len bytes of @src to @dst's rkey through @qp; the completion status */
@@ -519,6 +542,493 @@ static void check_resize_srq(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_destroy_cq(cq);
 }
 
+/*
+ * Memory windows (issue 12 item 2).  Two RC QPs of one CQ connected to
+ * each other: windows are bound on B (a type 2 window works on the QP that
+ * bound it alone) and A reads and writes through them.  A refused access
+ * moves both QPs to the error state, so each refusal has a pair of its own.
+ */
+struct mw_pair {
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+};
+
+static void mw_pair_close(struct mw_pair *p)
+{
+	if (p->a)
+		ibv_destroy_qp(p->a);
+	if (p->b)
+		ibv_destroy_qp(p->b);
+	if (p->cq)
+		ibv_destroy_cq(p->cq);
+	memset(p, 0, sizeof(*p));
+}
+
+static int mw_pair_open(struct ibv_context *ctx, struct ibv_pd *pd, int gidx,
+			union ibv_gid *gid, struct mw_pair *p)
+{
+	struct ibv_qp_init_attr_ex qx = {
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_SEND_WITH_INV |
+				  IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_LOCAL_INV |
+				  IBV_QP_EX_WITH_BIND_MW,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	memset(p, 0, sizeof(*p));
+	p->cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	if (!p->cq)
+		return -1;
+	qx.send_cq = p->cq;
+	qx.recv_cq = p->cq;
+	p->a = ibv_create_qp_ex(ctx, &qx);
+	p->b = ibv_create_qp_ex(ctx, &qx);
+	if (!p->a || !p->b || qp_connect(p->a, p->b->qp_num, gidx, gid, 1) ||
+	    qp_connect(p->b, p->a->qp_num, gidx, gid, 1)) {
+		mw_pair_close(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* The status of @wr_id's completion on @cq (others skipped); -1 if none */
+static int wait_wc(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc)
+{
+	long spins = 0;
+	int r;
+
+	while (spins++ < 50000000) {
+		r = ibv_poll_cq(cq, 1, wc);
+		if (r < 0)
+			return -1;
+		if (r == 1 && wc->wr_id == wr_id)
+			return wc->status;
+	}
+	return -1;
+}
+
+/* A through @rkey: WRITE (@op) or READ of @len bytes at @raddr; the status */
+static int mw_access(struct mw_pair *p, enum ibv_wr_opcode op,
+		     struct ibv_mr *lmr, uint64_t raddr, uint32_t rkey,
+		     uint32_t len)
+{
+	struct ibv_wc wc;
+
+	if (post_rdma(p->a, op, lmr, raddr, rkey, len, 0xacc))
+		return -2;
+	return wait_wc(p->cq, 0xacc, &wc);
+}
+
+/*
+ * Was an access refused?  B's responder NAKs it: A's request completes
+ * with IBV_WC_REM_ACCESS_ERR (B's error state flushes nothing of A's, as it
+ * would with a QP connected to itself)
+ */
+static bool refused(int st)
+{
+	return st == IBV_WC_REM_ACCESS_ERR;
+}
+
+/* Completion of a bind: its status, and @opcode IBV_WC_BIND_MW if good */
+static int wait_bind(struct mw_pair *p, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+	int st = wait_wc(p->cq, wr_id, &wc);
+
+	return st == IBV_WC_SUCCESS && wc.opcode != IBV_WC_BIND_MW ? -3 : st;
+}
+
+/* ibv_bind_mw() of type 1 window @mw on B; 0 or the completion status */
+static int bind1(struct mw_pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
+		 uint64_t addr, uint64_t len, unsigned int rights)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = 0xb1, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = addr, .length = len,
+			       .mw_access_flags = rights },
+	};
+	uint32_t old = mw->rkey;
+	int ret = ibv_bind_mw(p->b, mw, &b);
+
+	if (ret)
+		return -2;
+	if (mw->rkey != ibv_inc_rkey(old))
+		return -4;
+	return wait_bind(p, 0xb1);
+}
+
+/* IBV_WR_BIND_MW of type 2 window @mw through ibv_post_send() on B */
+static int bind2_post(struct mw_pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
+		      uint64_t addr, uint64_t len, unsigned int rights)
+{
+	struct ibv_send_wr w = {
+		.wr_id = 0xb2, .opcode = IBV_WR_BIND_MW,
+		.send_flags = IBV_SEND_SIGNALED,
+		.bind_mw = { .mw = mw, .rkey = ibv_inc_rkey(mw->rkey),
+			     .bind_info = { .mr = mr, .addr = addr,
+					    .length = len,
+					    .mw_access_flags = rights } },
+	}, *bad;
+
+	if (ibv_post_send(p->b, &w, &bad))
+		return -2;
+	if (mw->rkey != w.bind_mw.rkey)
+		return -4;
+	return wait_bind(p, 0xb2);
+}
+
+/* ibv_wr_bind_mw() of type 2 window @mw on B */
+static int bind2_wr(struct mw_pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
+		    uint64_t addr, uint64_t len, unsigned int rights)
+{
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(p->b);
+	struct ibv_mw_bind_info bi = {
+		.mr = mr, .addr = addr, .length = len,
+		.mw_access_flags = rights,
+	};
+	uint32_t key = ibv_inc_rkey(mw->rkey);
+
+	ibv_wr_start(qx);
+	qx->wr_id = 0xb3;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qx, mw, key, &bi);
+	if (ibv_wr_complete(qx))
+		return -2;
+	if (mw->rkey != key)
+		return -4;
+	return wait_bind(p, 0xb3);
+}
+
+/* The caps and the MR right; a bind to an MR without the right fails */
+static void check_mw_basics(struct ibv_context *ctx, struct ibv_pd *pd,
+			    const struct ibv_device_attr *d, int gidx,
+			    union ibv_gid *gid)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	struct mw_pair p;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	int st;
+
+	result((d->device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+	       (d->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
+	       !(d->device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A) &&
+	       d->max_mw > 0,
+	       "memory windows: IBV_DEVICE_MEM_WINDOW and MEM_WINDOW_TYPE_2B set, TYPE_2A clear, max_mw > 0",
+	       "flags %#x, max_mw %d", d->device_cap_flags, d->max_mw);
+	errno = 0;
+	mw = ibv_alloc_mw(pd, (enum ibv_mw_type)3);
+	result(!mw && errno == EINVAL, "ibv_alloc_mw of type 3 is EINVAL",
+	       "errno %d", errno);
+	if (mw)
+		ibv_dealloc_mw(mw);
+
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	if (!mr || !mw || mw_pair_open(ctx, pd, gidx, gid, &p)) {
+		result(0, "an MR, a type 1 window and two QPs", "errno %d",
+		       errno);
+		goto out;
+	}
+	st = bind1(&p, mw, mr, (uintptr_t)buf, 64, IBV_ACCESS_REMOTE_WRITE);
+	result(st == IBV_WC_MW_BIND_ERR,
+	       "type 1: a bind to an MR without IBV_ACCESS_MW_BIND fails (IBV_WC_MW_BIND_ERR)",
+	       "status %d", st);
+	mw_pair_close(&p);
+out:
+	if (mw)
+		ibv_dealloc_mw(mw);
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+/*
+ * Type 1: bound to part of an MR that allows no remote access itself,
+ * with ibv_bind_mw() on any QP of the PD; bounds and rights held; unbound;
+ * bound again; deallocated while bound
+ */
+static void check_mw_type1(struct ibv_context *ctx, struct ibv_pd *pd,
+			   int gidx, union ibv_gid *gid)
+{
+	static char t[4096] __attribute__((aligned(4096)));
+	static char src[256];
+	char *win = t + 1024;
+	struct ibv_mr *mr, *ms;
+	struct mw_pair p = {};
+	struct ibv_mw *mw;
+	uint32_t key;
+	int st, ret;
+
+	memset(t, 0, sizeof(t));
+	memset(src, 0x3c, sizeof(src));
+	ms = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	errno = 0;
+	mr = ibv_reg_mr(pd, t, sizeof(t), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_MW_BIND);
+	result(mr != NULL, "ibv_reg_mr with IBV_ACCESS_MW_BIND", "errno %d",
+	       errno);
+	errno = 0;
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	result(mw && mw->type == IBV_MW_TYPE_1 && mw->rkey,
+	       "ibv_alloc_mw(IBV_MW_TYPE_1)", "errno %d", errno);
+	if (!ms || !mr || !mw || mw_pair_open(ctx, pd, gidx, gid, &p)) {
+		result(0, "two QPs connected to each other for type 1 windows",
+		       "errno %d", errno);
+		goto out;
+	}
+
+	/* a write-only window on [1024, 2048) of the MR */
+	st = bind1(&p, mw, mr, (uintptr_t)win, 1024, IBV_ACCESS_REMOTE_WRITE);
+	result(st == IBV_WC_SUCCESS,
+	       "type 1: ibv_bind_mw to 1 KiB of an MR: IBV_WC_BIND_MW, the rkey is ibv_inc_rkey of the old",
+	       "status %d", st);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)win + 512,
+		       mw->rkey, 256);
+	result(st == IBV_WC_SUCCESS && !memcmp(win + 512, src, 256) &&
+	       !win[511] && !win[768],
+	       "type 1: an RDMA WRITE through the window's rkey lands (the MR allows no remote access itself)",
+	       "status %d", st);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)win + 1024 - 64,
+		       mw->rkey, 128);
+	result(refused(st) && !win[1024],
+	       "type 1: a WRITE past the window's end is refused (IBV_WC_REM_ACCESS_ERR)",
+	       "status %d", st);
+	mw_pair_close(&p);
+
+	if (mw_pair_open(ctx, pd, gidx, gid, &p))
+		goto err_pair;
+	st = mw_access(&p, IBV_WR_RDMA_READ, ms, (uintptr_t)win, mw->rkey,
+		       64);
+	result(refused(st),
+	       "type 1: a READ through a window with remote write only is refused",
+	       "status %d", st);
+	mw_pair_close(&p);
+
+	/* unbind: no MR, length 0; the old key and the new fail */
+	if (mw_pair_open(ctx, pd, gidx, gid, &p))
+		goto err_pair;
+	key = mw->rkey;
+	st = bind1(&p, mw, NULL, 0, 0, 0);
+	result(st == IBV_WC_SUCCESS && mw->rkey != key,
+	       "type 1: unbind (ibv_bind_mw of length 0) completes, the key moves on",
+	       "status %d", st);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)win, key, 64);
+	result(refused(st) && !win[0],
+	       "type 1: after the unbind, a WRITE through the window fails",
+	       "status %d", st);
+	mw_pair_close(&p);
+
+	/* bound again, read and write; deallocated while bound */
+	if (mw_pair_open(ctx, pd, gidx, gid, &p))
+		goto err_pair;
+	st = bind1(&p, mw, mr, (uintptr_t)t, sizeof(t),
+		   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	memset(src, 0, sizeof(src));
+	if (!st)
+		st = mw_access(&p, IBV_WR_RDMA_READ, ms, (uintptr_t)win + 512,
+			       mw->rkey, 256);
+	result(st == IBV_WC_SUCCESS && src[0] == 0x3c && src[255] == 0x3c,
+	       "type 1: bound again (read and write), a READ through it returns what the WRITE put there",
+	       "status %d", st);
+	ret = ibv_dereg_mr(mr);
+	result(ret == EBUSY,
+	       "type 1: ibv_dereg_mr of an MR with a window bound is EBUSY, the MR stays",
+	       "returned %d", ret);
+	if (!ret)
+		mr = NULL;
+	key = mw->rkey;
+	ret = ibv_dealloc_mw(mw);
+	result(!ret, "type 1: ibv_dealloc_mw of a bound window", "returned %d",
+	       ret);
+	if (!ret)
+		mw = NULL;
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)win, key, 64);
+	result(refused(st),
+	       "type 1: after ibv_dealloc_mw, a WRITE through its rkey fails",
+	       "status %d", st);
+	if (mr) {
+		ret = ibv_dereg_mr(mr);
+		result(!ret,
+		       "type 1: with the window gone its MR can be deregistered",
+		       "returned %d", ret);
+		if (!ret)
+			mr = NULL;
+	}
+	goto out;
+err_pair:
+	result(0, "two more QPs for type 1 windows", "errno %d", errno);
+out:
+	mw_pair_close(&p);
+	if (mw)
+		ibv_dealloc_mw(mw);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (ms)
+		ibv_dereg_mr(ms);
+}
+
+/* A SEND with invalidate of @rkey from A to a receive posted on B */
+static int send_inv(struct mw_pair *p, struct ibv_mr *ms, uint32_t rkey,
+		    struct ibv_wc *rwc)
+{
+	struct ibv_sge s = {
+		.addr = (uintptr_t)ms->addr, .length = 16, .lkey = ms->lkey,
+	};
+	struct ibv_recv_wr r = { .wr_id = 0x5ec, .sg_list = &s, .num_sge = 1 },
+			   *rbad;
+	struct ibv_send_wr w = {
+		.wr_id = 0x5e1, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_INV,
+		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey,
+	}, *bad;
+	struct ibv_wc wc;
+	int st;
+
+	if (ibv_post_recv(p->b, &r, &rbad) || ibv_post_send(p->a, &w, &bad))
+		return -2;
+	st = wait_wc(p->cq, 0x5ec, rwc);
+	return st ? st : wait_wc(p->cq, 0x5e1, &wc);
+}
+
+/*
+ * Type 2 (2B): bound by a work request to the QP that posts it, only when
+ * unbound; invalidated locally (LOCAL_INV) or by the peer's SEND with
+ * invalidate, and then bound again
+ */
+static void check_mw_type2(struct ibv_context *ctx, struct ibv_pd *pd,
+			   int gidx, union ibv_gid *gid)
+{
+	static char t[4096] __attribute__((aligned(4096)));
+	static char src[256];
+	struct ibv_send_wr w = {
+		.wr_id = 0x11, .opcode = IBV_WR_LOCAL_INV,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_mr *mr, *ms;
+	struct mw_pair p = {};
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t key;
+	int st, ret;
+
+	memset(t, 0, sizeof(t));
+	memset(src, 0x6b, sizeof(src));
+	ms = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	mr = ibv_reg_mr(pd, t, sizeof(t), IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_MW_BIND);
+	errno = 0;
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	result(mw && mw->type == IBV_MW_TYPE_2 && mw->rkey,
+	       "ibv_alloc_mw(IBV_MW_TYPE_2)", "errno %d", errno);
+	if (!ms || !mr || !mw || mw_pair_open(ctx, pd, gidx, gid, &p)) {
+		result(0, "two QPs connected to each other for type 2 windows",
+		       "errno %d", errno);
+		goto out;
+	}
+
+	st = bind2_post(&p, mw, mr, (uintptr_t)t, 2048,
+			IBV_ACCESS_REMOTE_WRITE);
+	result(st == IBV_WC_SUCCESS,
+	       "type 2: ibv_post_send IBV_WR_BIND_MW: IBV_WC_BIND_MW, the window's rkey is the new key",
+	       "status %d", st);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)t + 100,
+		       mw->rkey, 200);
+	result(st == IBV_WC_SUCCESS && !memcmp(t + 100, src, 200),
+	       "type 2: an RDMA WRITE through the window lands", "status %d",
+	       st);
+	st = bind2_wr(&p, mw, mr, (uintptr_t)t, 1024, IBV_ACCESS_REMOTE_WRITE);
+	result(st == IBV_WC_MW_BIND_ERR,
+	       "type 2: binding it again while bound fails (ibv_wr_bind_mw: IBV_WC_MW_BIND_ERR)",
+	       "status %d", st);
+	mw_pair_close(&p);
+	/* a new window: the first is left bound to a QP that is gone */
+	ret = ibv_dealloc_mw(mw);
+	mw = ret ? mw : ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+
+	/* ibv_wr_bind_mw, then LOCAL_INV */
+	if (!mw || mw_pair_open(ctx, pd, gidx, gid, &p))
+		goto err_pair;
+	st = bind2_wr(&p, mw, mr, (uintptr_t)t + 2048, 2048,
+		      IBV_ACCESS_REMOTE_WRITE);
+	if (!st)
+		st = mw_access(&p, IBV_WR_RDMA_WRITE, ms,
+			       (uintptr_t)t + 4096 - 16, mw->rkey, 16);
+	result(st == IBV_WC_SUCCESS && !memcmp(t + 4096 - 16, src, 16),
+	       "type 2: ibv_wr_bind_mw binds, a WRITE through it lands",
+	       "status %d", st);
+	w.invalidate_rkey = mw->rkey;
+	st = ibv_post_send(p.b, &w, &bad) ? -2 : wait_wc(p.cq, 0x11, &wc);
+	result(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV,
+	       "type 2: LOCAL_INV of the window's rkey", "status %d", st);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)t + 2048,
+		       mw->rkey, 16);
+	result(refused(st), "type 2: after LOCAL_INV, a WRITE through it fails",
+	       "status %d", st);
+	mw_pair_close(&p);
+
+	/* the invalidated window bound again, on new QPs; SEND with invalidate */
+	if (mw_pair_open(ctx, pd, gidx, gid, &p))
+		goto err_pair;
+	st = bind2_post(&p, mw, mr, (uintptr_t)t, 4096,
+			IBV_ACCESS_REMOTE_WRITE);
+	result(st == IBV_WC_SUCCESS,
+	       "type 2: an invalidated window binds again (on another QP)",
+	       "status %d", st);
+	ret = ibv_dereg_mr(mr);
+	result(ret == EBUSY,
+	       "type 2: ibv_dereg_mr of an MR with a window bound is EBUSY",
+	       "returned %d", ret);
+	if (!ret)
+		mr = NULL;
+	if (mr) {
+		errno = 0;
+		ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+				   0, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ);
+		result(ret == IBV_REREG_MR_ERR_CMD && errno == EBUSY,
+		       "type 2: ibv_rereg_mr of an MR with a window bound fails (EBUSY)",
+		       "returned %d, errno %d", ret, errno);
+	}
+	key = mw->rkey;
+	st = send_inv(&p, ms, key, &wc);
+	result(st == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
+	       wc.invalidated_rkey == key,
+	       "type 2: SEND with invalidate of the window's rkey: IBV_WC_WITH_INV and the key at the receiver",
+	       "status %d, wc_flags %#x, invalidated %#x (key %#x)", st,
+	       wc.wc_flags, wc.invalidated_rkey, key);
+	st = mw_access(&p, IBV_WR_RDMA_WRITE, ms, (uintptr_t)t, key, 16);
+	result(refused(st),
+	       "type 2: after the remote invalidation, a WRITE through it fails",
+	       "status %d", st);
+	if (mr) {
+		ret = ibv_dereg_mr(mr);
+		result(!ret,
+		       "type 2: with its window invalidated the MR can be deregistered",
+		       "returned %d", ret);
+		if (!ret)
+			mr = NULL;
+	}
+	goto out;
+err_pair:
+	result(0, "a type 2 window and two more QPs", "errno %d", errno);
+out:
+	mw_pair_close(&p);
+	if (mw)
+		ibv_dealloc_mw(mw);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (ms)
+		ibv_dereg_mr(ms);
+}
+
 static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	static char buf[8192];
@@ -544,13 +1054,6 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	struct ibv_cq_ex *cqx;
-
-	errno = 0;
-	expect_eopnotsupp("ibv_alloc_mw(IBV_MW_TYPE_1)",
-			  PTR_ERR(ibv_alloc_mw(pd, IBV_MW_TYPE_1)));
-	errno = 0;
-	expect_eopnotsupp("ibv_alloc_mw(IBV_MW_TYPE_2)",
-			  PTR_ERR(ibv_alloc_mw(pd, IBV_MW_TYPE_2)));
 
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!cq) {
@@ -592,15 +1095,17 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	expect_eopnotsupp("ibv_create_qp_ex(IBV_QPT_XRC_SEND)", PTR_ERR(qp));
 	if (qp)
 		ibv_destroy_qp(qp);
-	qx.qp_type = IBV_QPT_RC;
+	/* windows are bound on connected QPs (RC, UC) only */
+	qx.qp_type = IBV_QPT_UD;
 	qx.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	qx.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	qp = ibv_create_qp_ex(ctx, &qx);
-	expect_eopnotsupp("ibv_create_qp_ex with IBV_QP_EX_WITH_BIND_MW",
+	expect_eopnotsupp("ibv_create_qp_ex(IBV_QPT_UD) with IBV_QP_EX_WITH_BIND_MW",
 			  PTR_ERR(qp));
 	if (qp)
 		ibv_destroy_qp(qp);
+	qx.qp_type = IBV_QPT_RC;
 	qx.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	qx.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	qx.create_flags = IBV_QP_CREATE_SCATTER_FCS;
@@ -773,15 +1278,10 @@ int main(int argc, char **argv)
 	result(dx.orig_attr.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT,
 	       "IBV_DEVICE_PORT_ACTIVE_EVENT set (the device reports port events)",
 	       "flags %#x", dx.orig_attr.device_cap_flags);
-	/* what it does not */
-	result(!(dx.orig_attr.device_cap_flags &
-		 (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-		  IBV_DEVICE_MEM_WINDOW_TYPE_2B)),
-	       "no memory-window flag (no memory windows)", "flags %#x",
-	       dx.orig_attr.device_cap_flags);
 	result(dx.orig_attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE,
 	       "IBV_DEVICE_SRQ_RESIZE set (ibv_modify_srq(IBV_SRQ_MAX_WR))",
 	       "flags %#x", dx.orig_attr.device_cap_flags);
+	/* what it does not */
 	result(!(dx.orig_attr.device_cap_flags & IBV_DEVICE_RESIZE_MAX_WR),
 	       "IBV_DEVICE_RESIZE_MAX_WR clear (no QP resize)", "flags %#x",
 	       dx.orig_attr.device_cap_flags);
@@ -818,6 +1318,9 @@ int main(int argc, char **argv)
 	check_placement(ctx, pd, &dx);
 	check_resize_cq(ctx, pd, gidx, &gid);
 	check_resize_srq(ctx, pd, gidx, &gid);
+	check_mw_basics(ctx, pd, &dx.orig_attr, gidx, &gid);
+	check_mw_type1(ctx, pd, gidx, &gid);
+	check_mw_type2(ctx, pd, gidx, &gid);
 	check_unsupported(ctx, pd);
 
 	ibv_dealloc_pd(pd);
