@@ -184,9 +184,9 @@ static int to_rts(struct ibv_qp *qp, const struct peer *me,
  * Server, -M: a type 2 window over [MW_OFF, MW_OFF + MW_LEN) of the
  * region, remote write only, bound on @qp; its key and address in *win
  */
-static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
-			struct ibv_cq *cq, struct ibv_mr *mr,
-			struct peer *win);
+static struct ibv_mw *bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
+				  struct ibv_cq *cq, struct ibv_mr *mr,
+				  struct peer *win);
 
 /* Poll one completion (at most 20 s) */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -218,9 +218,9 @@ static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 	       ibv_wc_status_str(wc.status), wc.opcode);
 }
 
-static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
-			struct ibv_cq *cq, struct ibv_mr *mr,
-			struct peer *win)
+static struct ibv_mw *bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
+				  struct ibv_cq *cq, struct ibv_mr *mr,
+				  struct peer *win)
 {
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
@@ -228,7 +228,7 @@ static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
 	result(mw != NULL, "server: ibv_alloc_mw(IBV_MW_TYPE_2)", "errno %d",
 	       errno);
 	if (!mw)
-		return;
+		return NULL;
 	wr.wr_id = 9;
 	wr.opcode = IBV_WR_BIND_MW;
 	wr.send_flags = IBV_SEND_SIGNALED;
@@ -244,6 +244,7 @@ static void bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
 		  "server: the type 2 window is bound (IBV_WC_BIND_MW)");
 	win->rkey = wr.bind_mw.rkey;
 	win->addr = wr.bind_mw.bind_info.addr;
+	return mw;
 }
 
 static void fill_pattern(uint8_t *b)
@@ -366,6 +367,7 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
 	struct peer me = { 0 }, them, win = { 0 };
+	struct ibv_mw *mw = NULL;
 	uint8_t *buf;
 	char ok = 1;
 	int i;
@@ -462,7 +464,7 @@ int main(int argc, char **argv)
 		die("sync over TCP");
 	/* -M: the server's window, bound now that its QP is at RTS */
 	if (windows && !srv_ip) {
-		bind_window(pd, qp, cq, mr, &win);
+		mw = bind_window(pd, qp, cq, mr, &win);
 		if (send_all(fd, &win, sizeof(win)))
 			die("window over TCP");
 	} else if (windows && recv_all(fd, &win, sizeof(win))) {
@@ -481,6 +483,12 @@ int main(int argc, char **argv)
 		server_check(buf, windows, no_bounds);
 	}
 	close(fd);
+	/*
+	 * the window first: it holds its QP (Soft-RoCE then waits long for
+	 * the QP's last reference when the QP goes before it)
+	 */
+	if (mw)
+		ibv_dealloc_mw(mw);
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
