@@ -653,6 +653,18 @@ static void qhca_free_qp(QhcaCore *c, uint32_t qpn)
     unsigned i;
 
     qhca_qp_engine_destroy(c, qp);
+    /*
+     * Type 2 windows bound to the QP end with it: a QP made later with the
+     * same number (in the same PD) must not find them usable
+     */
+    for (i = 1; i < QHCA_MAX_MR; i++) {
+        QhcaMr *mw = c->mr[i];
+
+        if (mw && mw->mw_type == QHCA_MW_TYPE_2 && mw->valid &&
+            mw->mw_qpn == qpn) {
+            mw_unbind(c, mw);
+        }
+    }
     /* as DETACH_MCAST from every group the QP is still attached to */
     for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
         qhca_mcg_remove(&c->mcg[i], qpn);

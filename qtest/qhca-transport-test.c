@@ -4011,6 +4011,42 @@ static void test_mw_type2(void)
     pair_stop(&p);
 }
 
+/*
+ * A type 2 window ends with its QP: a QP made later with the same number in
+ * the same PD does not inherit it
+ */
+static void test_mw_qp_destroyed(void)
+{
+    Pair p;
+    End a, b, a2, b3;
+    Mr ma2, mb;
+    uint32_t mw, k1, old_qpn;
+
+    pair_start(&p, WIRE_PASS);
+    rc_pair(&p, &a, &b, NULL, false);
+    mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE |
+                QHCA_ACCESS_MW_BIND, 0x8000);
+    mw = mw_alloc(&p.b, b.pdn, QHCA_MW_TYPE_2);
+    k1 = next_key(mw);
+    mw_bind(&b, 1, mw, k1, &mb, 0, 4096, MW_RW);
+    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+    old_qpn = b.qpn;
+    g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DESTROY_QP, b.qpn), ==,
+                    QHCA_CMD_OK);
+    end_create(&a2, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+    end_create_in_pd(&b3, &b, QHCA_QPT_RC);
+    g_assert_cmpuint(b3.qpn, ==, old_qpn);
+    rc_connect_one(&a2, &b3, &rc_default_opts);
+    rc_connect_one(&b3, &a2, &rc_default_opts);
+    ma2 = mr_reg(&p.a, a2.pdn, 256, QHCA_ACCESS_LOCAL_WRITE, 0x3000);
+    g_assert_cmpuint(rdma_via(&a2, &ma2, 2, true, mb.iova, k1, 16), ==,
+                     QHCA_CQE_REM_ACCESS_ERR);
+    /* the window is unbound: its MR can go */
+    g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DEREG_MR, mb.key), ==,
+                    QHCA_CMD_OK);
+    pair_stop(&p);
+}
+
 /* Each refused bind or access through a window, on a pair of its own */
 enum {
     MWE_BEYOND, MWE_READ_ONLY, MWE_OLD_KEY, MWE_UNBOUND, MWE_DEALLOCATED,
@@ -4191,6 +4227,7 @@ static void qhca_add_mw_tests(void)
 {
     qtest_add_func("/qhca/mw/type1", test_mw_type1);
     qtest_add_func("/qhca/mw/type2", test_mw_type2);
+    qtest_add_func("/qhca/mw/qp-destroyed", test_mw_qp_destroyed);
     qtest_add_func("/qhca/mw/errors", test_mw_errors);
     qtest_add_func("/qhca/mw/commands", test_mw_commands);
 }
