@@ -390,11 +390,39 @@ class GuestRun:
         """Replace this process by QEMU running guest 1 with its serial
         console (and QEMU's monitor: Ctrl-A C) on this terminal."""
         accel = choose_accel(self.accel_wanted, self.kvm_probe)
+        if (accel == "kvm" and self.accel_wanted == "auto" and
+                probe_state(self.kvm_probe) != "ok" and not self.kvm_starts()):
+            log(f"KVM guests do not start here ({self.kvm_failure}): "
+                f"recorded in {self.kvm_probe}; using TCG")
+            record_probe("fail", self.kvm_failure, self.kvm_probe)
+            accel = "tcg"
         self._write_initrd(1)
         args = [self.qemu_bin, *self.qemu_args(1, accel, serial="mon:stdio"),
                 "-display", "none"]
         log(f"interactive guest under {accel} (Ctrl-A X quits QEMU)")
         os.execv(self.qemu_bin, args)
+
+    def kvm_starts(self):
+        """Whether QEMU gets as far as answering QMP under KVM with this
+        host's CPU, stopped (-S) before any guest code: what a nested KVM
+        that cannot take the CPU's MSRs fails (QEMU aborts at start).  No
+        exec'd guest can fall back later, so --interactive asks first."""
+        machine_cls = qemu_machine_class()
+        cpu = os.environ.get("QHCA_KVM_CPU", "host")
+        os.makedirs(self.dir, exist_ok=True)
+        vm = machine_cls(self.qemu_bin, args=["-machine", "q35", "-accel", "kvm",
+                                              "-cpu", cpu, "-m", "64", "-nodefaults",
+                                              "-S"],
+                         name="kvm-probe", log_dir=self.dir, base_temp_dir=self.dir)
+        try:
+            vm.launch()
+        except Exception as e:  # pylint: disable=broad-except
+            self.kvm_failure = " | ".join(
+                l.strip() for l in str(e).splitlines()
+                if "qemu-system-x86_64:" in l or "Exit code" in l)[:300] or type(e).__name__
+            return False
+        vm.shutdown(hard=True)
+        return True
 
     def _start_guest(self, i, accel):
         machine_cls = qemu_machine_class()
