@@ -429,6 +429,13 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
     return QHCA_CQE_SUCCESS;
 }
 
+/* [addr, addr + len) lies in [base, base + size) (64-bit, no overflow) */
+static bool range_in(uint64_t base, uint64_t size, uint64_t addr,
+                     uint64_t len)
+{
+    return addr >= base && len <= size && addr - base <= size - len;
+}
+
 /*
  * Memory windows (see QhcaMr and include/qhca_hw.h).  A window that is
  * bound no more: its MR counts it no more.
@@ -481,8 +488,7 @@ int qhca_mw_bind(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t mw_key,
             ((access & (QHCA_ACCESS_REMOTE_WRITE |
                         QHCA_ACCESS_REMOTE_ATOMIC)) &&
              !(mr->access & QHCA_ACCESS_LOCAL_WRITE)) ||
-            addr < mr->iova || len > mr->length ||
-            addr - mr->iova > mr->length - len) {
+            !range_in(mr->iova, mr->length, addr, len)) {
             QHCA_GUEST_ERROR(c, bind_mw_mr_does_not_allow_it, mr_lkey);
             return QHCA_CQE_MW_BIND_ERR;
         }
@@ -526,11 +532,15 @@ int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t key)
     return QHCA_CQE_SUCCESS;
 }
 
-QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
-                      uint32_t access, uint64_t addr, uint64_t len)
+/*
+ * MR table entry @mr (a LOOKUP() result) as key @key of PD @pdn with
+ * @access over [addr, addr + len), or over all of it with @whole; windows
+ * are not MRs
+ */
+static QhcaMr *mr_entry_check(QhcaMr *mr, uint32_t key, uint32_t pdn,
+                              uint32_t access, uint64_t addr, uint64_t len,
+                              bool whole)
 {
-    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
-
     if (!mr || mr->mw_type || mr->key != key || !mr->valid ||
         mr->pdn != pdn) {
         trace_qhca_err_key(key, addr, len, "no such valid MR key in this PD");
@@ -540,30 +550,35 @@ QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
         trace_qhca_err_key(key, addr, len, "access not allowed");
         return NULL;
     }
-    if (addr < mr->iova || len > mr->length ||
-        addr - mr->iova > mr->length - len) {
+    if (!whole && !range_in(mr->iova, mr->length, addr, len)) {
         trace_qhca_err_key(key, addr, len, "out of bounds");
         return NULL;
     }
     return mr;
 }
 
+QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
+                      uint32_t access, uint64_t addr, uint64_t len)
+{
+    return mr_entry_check(LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT), key,
+                          pdn, access, addr, len, false);
+}
+
 /*
  * A remote key, for a request on QP @qpn of PD @pdn: an MR's key as
  * qhca_mr_check() sees it, or a bound window's, whose rights and bounds are
  * checked and whose MR (as it is now) is returned.  @whole (RDMA FLUSH of a
- * region): the whole MR or window, @addr and @len are not looked at.
+ * region): the whole MR or window, @addr and @len are not looked at.  One
+ * table lookup for an MR's key, two for a window's.
  */
 QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
                         uint32_t access, uint64_t addr, uint64_t len,
                         bool whole)
 {
     QhcaMr *mw = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
-    QhcaMr *mr;
 
     if (!mw || !mw->mw_type) {
-        return whole ? qhca_mr_check_key(c, key, pdn, access) :
-                       qhca_mr_check(c, key, pdn, access, addr, len);
+        return mr_entry_check(mw, key, pdn, access, addr, len, whole);
     }
     if (mw->key != key || !mw->valid || mw->pdn != pdn ||
         (mw->mw_type == QHCA_MW_TYPE_2 && mw->mw_qpn != qpn)) {
@@ -578,28 +593,13 @@ QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
     if (whole) {
         addr = mw->iova;
         len = mw->length;
-    } else if (addr < mw->iova || len > mw->length ||
-               addr - mw->iova > mw->length - len) {
+    } else if (!range_in(mw->iova, mw->length, addr, len)) {
         trace_qhca_err_key(key, addr, len, "out of the window's bounds");
         return NULL;
     }
-    mr = LOOKUP(c, mr, mw->mw_mr_key >> QHCA_KEY_INDEX_SHIFT);
-    if (!mr || mr->mw_type || mr->key != mw->mw_mr_key || !mr->valid ||
-        mr->pdn != pdn || addr < mr->iova || len > mr->length ||
-        addr - mr->iova > mr->length - len) {
-        trace_qhca_err_key(key, addr, len, "the window's MR is gone");
-        return NULL;
-    }
-    return mr;
-}
-
-/* The MR of @key as a whole (RDMA FLUSH of a region): no range to check */
-QhcaMr *qhca_mr_check_key(QhcaCore *c, uint32_t key, uint32_t pdn,
-                          uint32_t access)
-{
-    QhcaMr *mr = LOOKUP(c, mr, key >> QHCA_KEY_INDEX_SHIFT);
-
-    return qhca_mr_check(c, key, pdn, access, mr ? mr->iova : 0, 0);
+    /* the window's MR as it is now (its rights were checked at the bind) */
+    return mr_entry_check(LOOKUP(c, mr, mw->mw_mr_key >> QHCA_KEY_INDEX_SHIFT),
+                          mw->mw_mr_key, pdn, 0, addr, len, false);
 }
 
 /* Copy between @buf and [addr, addr + len) of @mr, already bounds-checked */

@@ -314,8 +314,6 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);
 QhcaQp *qhca_core_qp(QhcaCore *c, uint32_t qpn);
 QhcaMr *qhca_mr_check(QhcaCore *c, uint32_t key, uint32_t pdn,
                       uint32_t access, uint64_t addr, uint64_t len);
-QhcaMr *qhca_mr_check_key(QhcaCore *c, uint32_t key, uint32_t pdn,
-                          uint32_t access);
 QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
                         uint32_t access, uint64_t addr, uint64_t len,
                         bool whole);
