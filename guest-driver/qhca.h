@@ -421,6 +421,7 @@ int qhca_udata_in(struct ib_udata *udata, void *cmd, size_t len);
 int qhca_udata_no_in(struct ib_udata *udata);
 int qhca_udata_out(struct ib_udata *udata, void *resp, size_t len);
 u32 qhca_access(int ib_access);
+int qhca_ib_access(u32 access);
 u32 qhca_ucontext_db_page(struct ib_udata *udata);
 
 /* qhca_cq.c */

@@ -354,25 +354,6 @@ static int qhca_qp_av(struct qhca_dev *dev, const struct rdma_ah_attr *ah,
 	return 0;
 }
 
-static int qhca_ib_access(u32 access)
-{
-	int ib = 0;
-
-	if (access & QHCA_ACCESS_LOCAL_WRITE)
-		ib |= IB_ACCESS_LOCAL_WRITE;
-	if (access & QHCA_ACCESS_REMOTE_WRITE)
-		ib |= IB_ACCESS_REMOTE_WRITE;
-	if (access & QHCA_ACCESS_REMOTE_READ)
-		ib |= IB_ACCESS_REMOTE_READ;
-	if (access & QHCA_ACCESS_REMOTE_ATOMIC)
-		ib |= IB_ACCESS_REMOTE_ATOMIC;
-#ifdef QHCA_HAVE_FLUSH
-	if (access & QHCA_ACCESS_FLUSH_GLOBAL)
-		ib |= IB_ACCESS_FLUSH_GLOBAL;
-#endif
-	return ib;
-}
-
 /* Translate the consumer's attributes; returns the device's mask */
 static int qhca_qp_attr_to_hw(struct qhca_dev *dev, struct qhca_qp *qp,
 			      const struct ib_qp_attr *attr, int mask,

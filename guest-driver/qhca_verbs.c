@@ -62,23 +62,40 @@ u32 qhca_ucontext_db_page(struct ib_udata *udata)
 	return uctx->db_page;
 }
 
+/* IB access rights and the device's, both ways (QPs, MRs, REG_MR WRs) */
+static const struct {
+	int ib;
+	u32 hw;
+} qhca_access_map[] = {
+	{ IB_ACCESS_LOCAL_WRITE, QHCA_ACCESS_LOCAL_WRITE },
+	{ IB_ACCESS_REMOTE_WRITE, QHCA_ACCESS_REMOTE_WRITE },
+	{ IB_ACCESS_REMOTE_READ, QHCA_ACCESS_REMOTE_READ },
+	{ IB_ACCESS_REMOTE_ATOMIC, QHCA_ACCESS_REMOTE_ATOMIC },
+#ifdef QHCA_HAVE_FLUSH
+	{ IB_ACCESS_FLUSH_GLOBAL, QHCA_ACCESS_FLUSH_GLOBAL },
+#endif
+};
+
 u32 qhca_access(int ib_access)
 {
 	u32 access = 0;
+	size_t i;
 
-	if (ib_access & IB_ACCESS_LOCAL_WRITE)
-		access |= QHCA_ACCESS_LOCAL_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_WRITE)
-		access |= QHCA_ACCESS_REMOTE_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_READ)
-		access |= QHCA_ACCESS_REMOTE_READ;
-	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
-		access |= QHCA_ACCESS_REMOTE_ATOMIC;
-#ifdef QHCA_HAVE_FLUSH
-	if (ib_access & IB_ACCESS_FLUSH_GLOBAL)
-		access |= QHCA_ACCESS_FLUSH_GLOBAL;
-#endif
+	for (i = 0; i < ARRAY_SIZE(qhca_access_map); i++)
+		if (ib_access & qhca_access_map[i].ib)
+			access |= qhca_access_map[i].hw;
 	return access;
+}
+
+int qhca_ib_access(u32 access)
+{
+	int ib = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(qhca_access_map); i++)
+		if (access & qhca_access_map[i].hw)
+			ib |= qhca_access_map[i].ib;
+	return ib;
 }
 
 /*
