@@ -9,9 +9,11 @@
  * keeps reading; these cases fail without it.
  *
  * Each case starts QEMU with a qhca device on a datagram netdev bound to a
- * UDP port on 127.0.0.1, enables the device, and plays its peer from a UDP
- * socket of its own: a frame, empty datagrams, a frame. Both frames must be
- * counted in STAT_RX_FRAMES.
+ * UDP port on 127.0.0.1, enables the device through the libqos driver
+ * (libqos/qhca.h: qhca_init(), qhca_enable()), and plays its peer from a
+ * UDP socket of its own: a frame, empty datagrams, a frame. Both frames must
+ * be counted in STAT_RX_FRAMES.  A plain qtest (qtest_pc_boot() on q35), as
+ * qhca-wire.c's are: the device needs a netdev on a port the case picks.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -20,14 +22,10 @@
 
 #include "qemu/osdep.h"
 #include "libqtest.h"
-#include "libqos/pci.h"
-#include "libqos/pci-pc.h"
-#include "libqos/malloc-pc.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/qhca.h"
 #include "qemu/bswap.h"
-#include "hw/qhca/qhca_hw.h"
 
-#define DEVFN           QPCI_DEVFN(4, 0)
-#define MAC             "52:54:00:12:34:56"
 #define RX_WAIT_US      (5 * G_USEC_PER_SEC)
 
 static const uint8_t dev_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
@@ -95,14 +93,14 @@ static void peer_send_frame(Peer *p)
     peer_send(p, frame, sizeof(frame));
 }
 
-static uint32_t rx_frames_reach(QPCIDevice *dev, QPCIBar bar, uint32_t want)
+static uint32_t rx_frames_reach(QQhca *d, uint32_t want)
 {
     gint64 deadline = g_get_monotonic_time() + RX_WAIT_US;
     uint32_t n;
 
     /* QEMU's main loop reads the socket; give it real time */
     for (;;) {
-        n = qpci_io_readl(dev, bar, QHCA_REG_STAT_RX_FRAMES);
+        n = qhca_rd(d, QHCA_REG_STAT_RX_FRAMES);
         if (n >= want || g_get_monotonic_time() > deadline) {
             return n;
         }
@@ -110,40 +108,11 @@ static uint32_t rx_frames_reach(QPCIDevice *dev, QPCIBar bar, uint32_t want)
     }
 }
 
-/* Queue registers on three guest pages, then CTRL.ENABLE: STATUS.READY */
-static void dev_enable(QPCIDevice *dev, QPCIBar bar, QGuestAllocator *alloc)
-{
-    static const uint32_t base_reg[] = {
-        QHCA_REG_CMDQ_BASE_LO, QHCA_REG_CMDCQ_BASE_LO, QHCA_REG_AEQ_BASE_LO,
-    };
-    static const uint32_t depth_reg[] = {
-        QHCA_REG_CMDQ_LOG_DEPTH, QHCA_REG_CMDCQ_LOG_DEPTH,
-        QHCA_REG_AEQ_LOG_DEPTH,
-    };
-    int i;
-
-    for (i = 0; i < ARRAY_SIZE(base_reg); i++) {
-        uint64_t page = guest_alloc(alloc, QHCA_PAGE_SIZE);
-
-        g_assert_cmphex(page & (QHCA_PAGE_SIZE - 1), ==, 0);
-        qpci_io_writel(dev, bar, base_reg[i], page);
-        qpci_io_writel(dev, bar, base_reg[i] + 4, page >> 32);
-        qpci_io_writel(dev, bar, depth_reg[i], 1);
-    }
-    qpci_io_writel(dev, bar, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
-    g_assert_cmphex(qpci_io_readl(dev, bar, QHCA_REG_STATUS) &
-                    (QHCA_STATUS_READY | QHCA_STATUS_FATAL), ==,
-                    QHCA_STATUS_READY);
-}
-
 static void empty_datagram(bool dgram)
 {
     g_autofree char *netdev = NULL;
-    QTestState *qts;
-    QPCIBus *bus;
-    QPCIDevice *dev;
-    QPCIBar bar;
-    QGuestAllocator alloc;
+    QOSState *qs;
+    QQhca d;
     Peer p;
     int i;
 
@@ -157,34 +126,27 @@ static void empty_datagram(bool dgram)
         netdev = g_strdup_printf("socket,id=n0,localaddr=127.0.0.1:%d,"
                                  "udp=127.0.0.1:%d", p.qemu_port, p.port);
     }
-    qts = qtest_initf("-machine q35 -nodefaults -m 128M -netdev %s "
-                      "-device qhca,netdev=n0,mac=" MAC ",addr=04.0", netdev);
-    bus = qpci_new_pc(qts, NULL);
-    dev = qpci_device_find(bus, DEVFN);
-    g_assert(dev);
-    qpci_device_enable(dev);
-    bar = qpci_iomap(dev, QHCA_REG_BAR, NULL);
-    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    qs = qtest_pc_boot("-machine q35 -nodefaults -m 128M -netdev %s "
+                       "-device qhca,netdev=n0,mac=" QHCA_QOS_MAC
+                       ",addr=04.0", netdev);
+    qhca_init(&d, qs->pcibus, QHCA_QOS_DEVFN, &qs->alloc);
 
-    g_assert_cmphex(qpci_io_readl(dev, bar, QHCA_REG_MAC_LO), ==,
-                    ldl_le_p(dev_mac));
-    dev_enable(dev, bar, &alloc);
+    g_assert_cmphex(qhca_rd(&d, QHCA_REG_MAC_LO), ==, ldl_le_p(dev_mac));
+    qhca_enable(&d);
 
     /* the wire works */
     peer_send_frame(&p);
-    g_assert_cmpuint(rx_frames_reach(dev, bar, 1), ==, 1);
+    g_assert_cmpuint(rx_frames_reach(&d, 1), ==, 1);
 
     /* empty datagrams, then a frame: it must arrive */
     for (i = 0; i < 3; i++) {
         peer_send(&p, "", 0);
     }
     peer_send_frame(&p);
-    g_assert_cmpuint(rx_frames_reach(dev, bar, 2), ==, 2);
+    g_assert_cmpuint(rx_frames_reach(&d, 2), ==, 2);
 
-    alloc_destroy(&alloc);
-    g_free(dev);
-    qpci_free_pc(bus);
-    qtest_quit(qts);
+    qhca_uninit(&d);
+    qtest_shutdown(qs);
     close(p.fd);
 }
 
