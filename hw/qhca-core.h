@@ -21,7 +21,6 @@
 #define QHCA_MAX_QP             1024    /* qpn 1 (GSI) .. 1023 */
 #define QHCA_MAX_SRQ            256
 #define QHCA_MAX_AH             4096
-#define QHCA_MAX_QUEUE_LOG      15      /* 32768 entries */
 #define QHCA_MAX_QP_WR          4096
 #define QHCA_MAX_CQE            32768
 #define QHCA_MAX_RD_ATOMIC      16

@@ -363,39 +363,50 @@ void qhca_qp_table_remove(struct qhca_context *ctx, uint32_t qpn)
 static void qhca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qhca_ctx_ops = {
-	.alloc_mw = qhca_alloc_mw,
-	.alloc_pd = qhca_alloc_pd,
-	.attach_mcast = qhca_attach_mcast,
-	.bind_mw = qhca_bind_mw,
-	.create_ah = qhca_create_ah,
-	.create_cq = qhca_create_cq,
-	.create_cq_ex = qhca_create_cq_ex,
-	.create_qp = qhca_create_qp,
-	.create_qp_ex = qhca_create_qp_ex,
-	.create_srq = qhca_create_srq,
-	.dealloc_mw = qhca_dealloc_mw,
-	.dealloc_pd = qhca_dealloc_pd,
-	.dereg_mr = qhca_dereg_mr,
-	.destroy_ah = qhca_destroy_ah,
-	.destroy_cq = qhca_destroy_cq,
-	.destroy_qp = qhca_destroy_qp,
-	.destroy_srq = qhca_destroy_srq,
-	.detach_mcast = qhca_detach_mcast,
-	.free_context = qhca_free_context,
-	.modify_qp = qhca_modify_qp,
-	.modify_srq = qhca_modify_srq,
-	.poll_cq = qhca_poll_cq,
-	.post_recv = qhca_post_recv,
-	.post_send = qhca_post_send,
-	.post_srq_recv = qhca_post_srq_recv,
+	/* the device and its port */
 	.query_device_ex = qhca_query_device_ex,
 	.query_port = qhca_query_port,
-	.query_qp = qhca_query_qp,
-	.query_srq = qhca_query_srq,
+	.free_context = qhca_free_context,
+
+	/* protection domains, memory regions and memory windows */
+	.alloc_pd = qhca_alloc_pd,
+	.dealloc_pd = qhca_dealloc_pd,
 	.reg_mr = qhca_reg_mr,
 	.rereg_mr = qhca_rereg_mr,
+	.dereg_mr = qhca_dereg_mr,
+	.alloc_mw = qhca_alloc_mw,
+	.bind_mw = qhca_bind_mw,
+	.dealloc_mw = qhca_dealloc_mw,
+
+	/* completion queues */
+	.create_cq = qhca_create_cq,
+	.create_cq_ex = qhca_create_cq_ex,
+	.poll_cq = qhca_poll_cq,
 	.req_notify_cq = qhca_req_notify_cq,
 	.resize_cq = qhca_resize_cq,
+	.destroy_cq = qhca_destroy_cq,
+
+	/* queue pairs */
+	.create_qp = qhca_create_qp,
+	.create_qp_ex = qhca_create_qp_ex,
+	.query_qp = qhca_query_qp,
+	.modify_qp = qhca_modify_qp,
+	.post_send = qhca_post_send,
+	.post_recv = qhca_post_recv,
+	.destroy_qp = qhca_destroy_qp,
+
+	/* shared receive queues */
+	.create_srq = qhca_create_srq,
+	.query_srq = qhca_query_srq,
+	.modify_srq = qhca_modify_srq,
+	.post_srq_recv = qhca_post_srq_recv,
+	.destroy_srq = qhca_destroy_srq,
+
+	/* address handles and multicast groups */
+	.create_ah = qhca_create_ah,
+	.destroy_ah = qhca_destroy_ah,
+	.attach_mcast = qhca_attach_mcast,
+	.detach_mcast = qhca_detach_mcast,
 };
 
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev,
