@@ -1616,7 +1616,7 @@ static void qhca_add_loopback_tests(void)
 
 
 /*
- * UC (issue 12): SEND and RDMA WRITE with and without immediate, nothing
+ * UC: SEND and RDMA WRITE with and without immediate, nothing
  * acknowledged, a lost packet drops its message.
  */
 
@@ -2039,7 +2039,7 @@ static void test_transport_counters(void)
     pair_stop(&p);
 }
 
-/* REREG_MR (issue 12 item 3): rights, translation and PD change; the key stays */
+/* REREG_MR: rights, translation and PD change; the key stays */
 static int rereg(QQhca *d, uint32_t key, uint32_t what, uint32_t pdn,
                  uint32_t access, const Mr *trans)
 {
@@ -2150,7 +2150,7 @@ static void test_wire_rereg_mr(void)
     pair_stop(&p);
 }
 
-/* RESIZE_CQ (issue 12 item 3): CQEs not yet consumed move to the new ring */
+/* RESIZE_CQ: CQEs not yet consumed move to the new ring */
 static int resize_cq(End *e, uint32_t log, Ring *nr, uint32_t *carried)
 {
     struct qhca_cmd_resize_cq r = { 0 };
@@ -2229,7 +2229,7 @@ static void test_wire_resize_cq(void)
 }
 
 /*
- * RESIZE_SRQ (issue 12 item 3): the SRQ moves to a new ring, the WQEs
+ * RESIZE_SRQ: the SRQ moves to a new ring, the WQEs
  * posted and not yet taken with it at their indices
  */
 static int resize_srq(End *e, uint32_t srqn, uint32_t log, Ring *nr,
@@ -2481,7 +2481,7 @@ static void qhca_add_uc_counter_tests(void)
 }
 
 /*
- * RoCEv2 over IPv6 (issue 12 item 1).  Each device gets the link-local
+ * RoCEv2 over IPv6.  Each device gets the link-local
  * GID the kernel derives from its MAC (fe80::5054:ff:fe00:n for
  * 52:54:00:00:00:n) at GID6_INDEX, beside the IPv4 GID end_create() puts
  * at index 0; QPs and AHs pick one or the other.
@@ -3559,7 +3559,7 @@ static void qhca_add_mcast_tests(void)
 }
 
 /*
- * IBA 1.5 memory placement operations (issue 12 item 6): RDMA ATOMIC WRITE
+ * IBA 1.5 memory placement operations: RDMA ATOMIC WRITE
  * and RDMA FLUSH, answered by an empty READ RESPONSE ONLY
  */
 
@@ -3833,7 +3833,7 @@ static void qhca_add_place_tests(void)
 }
 
 /*
- * Memory windows (issue 12 item 2): type 1 and type 2B, bound by BIND_MW
+ * Memory windows: type 1 and type 2B, bound by BIND_MW
  * WQEs at B, used by A through their keys
  */
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * qhca-place: RDMA ATOMIC WRITE and RDMA FLUSH (IBA 1.5, issue 12 item 6)
+ * qhca-place: RDMA ATOMIC WRITE and RDMA FLUSH (IBA 1.5 memory placement)
  * between two RoCE devices of any make, so that qhca and Soft-RoCE can be
  * tried against each other both ways.
  *

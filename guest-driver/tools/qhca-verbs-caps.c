@@ -254,7 +254,7 @@ static int loop_write(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
 }
 
 /*
- * ibv_rereg_mr (issue 12 item 3): new rights, a new translation and a new
+ * ibv_rereg_mr: new rights, a new translation and a new
  * PD of an MR that an RC QP connected to itself writes to; the keys stay
  */
 static void check_rereg(struct ibv_context *ctx, struct ibv_pd *pd, int gidx,
@@ -355,7 +355,7 @@ static int poll_in_order(struct ibv_cq *cq, uint64_t first, int n)
 }
 
 /*
- * ibv_resize_cq (issue 12 item 3) with completions in flight: the ones not
+ * ibv_resize_cq with completions in flight: the ones not
  * yet polled come out of the resized CQ in order, and it goes on past its
  * old size; a size below what it holds is refused
  */
@@ -470,7 +470,7 @@ static int srq_sends(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *smr,
 }
 
 /*
- * ibv_modify_srq(IBV_SRQ_MAX_WR) (issue 12 item 3) with receives
+ * ibv_modify_srq(IBV_SRQ_MAX_WR) with receives
  * outstanding: a shrink below them is refused and changes nothing, a grow
  * keeps them, and SENDs through a QP connected to itself take the old and
  * the new receives in order
@@ -543,7 +543,7 @@ static void check_resize_srq(struct ibv_context *ctx, struct ibv_pd *pd,
 }
 
 /*
- * Memory windows (issue 12 item 2).  Two RC QPs of one CQ connected to
+ * Memory windows.  Two RC QPs of one CQ connected to
  * each other: windows are bound on B (a type 2 window works on the QP that
  * bound it alone) and A reads and writes through them.  A refused access
  * moves both QPs to the error state, so each refusal has a pair of its own.
@@ -1122,7 +1122,7 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 		union ibv_gid ucast = { .raw = { 0xfe, 0x80, [15] = 1 } };
 		int r;
 
-		/* supported now (#12): attach, detach, and their errors */
+		/* supported: attach, detach, and their errors */
 		r = ibv_attach_mcast(qp, &mgid, 0);
 		result(r == 0, "ibv_attach_mcast", "returned %d", r);
 		r = ibv_attach_mcast(qp, &ucast, 0);
@@ -1164,7 +1164,7 @@ static void check_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 }
 
 /*
- * IBA 1.5 placement rights (issue 12 item 6): ATOMIC WRITE and global FLUSH
+ * IBA 1.5 placement rights: ATOMIC WRITE and global FLUSH
  * offered, flush to persistence not (no persistent memory behind guest
  * RAM), and refused where asked for
  */

@@ -1,6 +1,6 @@
 """scripts/bench --tests nvme-fio: fio over NVMe/RDMA, qhca beside Soft-RoCE.
 
-Kept apart from scripts/bench's perftest plan (issue 11): bench calls
+Kept apart from scripts/bench's perftest plan: bench calls
 main(a, d) with its parsed arguments when --tests is nvme-fio. Two guests
 per transport (qhca, rxe: those of --transports), the target and host of
 scripts/guest/apps/run-nvme.sh, and fio cases (4 KiB random read and write,

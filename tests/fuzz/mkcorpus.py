@@ -257,7 +257,7 @@ def atomics():
 
 
 def placement():
-    """IBA 1.5 (issue 12 item 6): ATOMIC WRITE and FLUSH on a QP with the
+    """IBA 1.5 memory placement: ATOMIC WRITE and FLUSH on a QP with the
     global-flush right, then the refused ones: a FLUSH frame with reserved
     FETH bits, a misaligned ATOMIC WRITE."""
     i = Input()
@@ -287,7 +287,7 @@ def placement():
 
 
 def windows():
-    """Memory windows (issue 12 item 2; the new key's variant is the
+    """Memory windows (the new key's variant is the
     wr_id's low byte): B allocates a type 1 window, binds
     it to 512 bytes of its MR for remote write, A writes through it, then
     past its end (refused); a type 2 window, bound and invalidated."""
@@ -989,7 +989,7 @@ def queries():
     return i.settle(5)
 
 
-# IPv6 (issue 12 item 1): GID 1 of each device is its IPv6 address; CONNECT
+# IPv6: GID 1 of each device is its IPv6 address; CONNECT
 # with qp & 16 connects over it, UD sends with rkey 1 use the AH to the
 # peer's IPv6 GID
 IP6 = 16
