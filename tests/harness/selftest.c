@@ -1,10 +1,22 @@
 /*
- * Self-test of the two-device harness: the pair comes up, and SEND/RECV,
- * RDMA WRITE, READ, an atomic and a UD SEND complete with the right data,
- * RC and UD over IPv6, and again between QPs of one device (loopback),
- * with every DMA checked against the guest's grants; the loop queue's
- * bound; the grant checker, REREG_MR and RESIZE_CQ moving grants.  Prints
- * TAP lines.
+ * Self-test of the two-device host harness (harness.h), which the host
+ * transport tests (tests/unit/test-qhca-transport.c) and the fuzzer
+ * (tests/fuzz/qhca-fuzz.c) stand on: the pair comes up, and SEND/RECV, RDMA
+ * WRITE, READ, an atomic and a UD SEND complete with the right data, RC and
+ * UD over IPv6, UD multicast, and again between QPs of one device
+ * (loopback), with every DMA checked against the guest's grants; all of it
+ * again on a pair that hx_pair_reset() started over (as the fuzzer reuses
+ * its pair); the loop queue's bound; the grant checker, REREG_MR and
+ * RESIZE_CQ moving grants.
+ *
+ * A GLib test program (g_test: --tap, -p PATH, -l), built and run by
+ * `meson test` in the unit group (tests/harness/meson.build).  Each case
+ * sets up a new pair and makes its checks in sequence, each named
+ * (tests/unit/unit-check.h):
+ *   /harness/round/new          the round of transfers on a new pair
+ *   /harness/round/after-reset  a round, hx_pair_reset(), the round again
+ *   /harness/loop-queue         the loop queue's bound and its filter
+ *   /harness/grant              the grant checker
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -15,17 +27,40 @@
 #include "qemu/bswap.h"
 #include "harness.h"
 #include "qhca-roce.h"
+#include "unit-check.h"
 
-static int failures;
-static int tests;
+typedef struct Fx {
+    HxPair *p;
+    HxDev *a, *b;
+    /* checks not printed, only remembered in all_ok (a round before reset) */
+    bool quiet;
+    bool all_ok;
+} Fx;
 
-static void report(bool ok, const char *name)
+static void fx_setup(Fx *f, gconstpointer data)
 {
-    tests++;
-    if (!ok) {
-        failures++;
+    f->p = g_new0(HxPair, 1);
+    hx_pair_init(f->p);
+    f->a = &f->p->dev[0];
+    f->b = &f->p->dev[1];
+    f->quiet = false;
+    f->all_ok = true;
+}
+
+static void fx_teardown(Fx *f, gconstpointer data)
+{
+    hx_pair_destroy(f->p);
+    g_free(f->p);
+}
+
+/* A named check: "# ok - NAME" or "# not ok - NAME" (failing the case) */
+static bool check(Fx *f, bool ok, const char *name)
+{
+    if (f->quiet) {
+        f->all_ok &= ok;
+        return ok;
     }
-    printf("%s %d - %s\n", ok ? "ok" : "not ok", tests, name);
+    return unit_check(ok, "%s", name);
 }
 
 static void fill(HxDev *d, uint64_t addr, uint32_t len, uint32_t seed)
@@ -145,278 +180,324 @@ static bool mcast_fanout(HxDev *a, HxDev *b)
                 a->drv.mr.mem + 0x320000 + 40, 100);
 }
 
-int main(void)
+/*
+ * The pair set up, then SEND/RECV, RDMA WRITE and READ, fetch and add, UD,
+ * IPv6, multicast and loopback, each checked; at the end no grant or spin
+ * finding.  False if a check failed.
+ */
+static bool round_of_transfers(Fx *f)
 {
-    static HxPair pair;
-    HxPair *p = &pair;
-    HxDev *a = &p->dev[0], *b = &p->dev[1];
+    HxPair *p = f->p;
+    HxDev *a = f->a, *b = f->b;
     HxQp *qa, *qb;
     struct qhca_send_wqe w;
     struct qhca_sge s;
     uint64_t v;
     bool ok;
-    int round;
 
-    hx_trace_init();
-    hx_pair_init(p);
-    for (round = 0; round < 2; round++) {
-        if (round) {
-            hx_pair_reset(p);
-        }
-        report(hx_pair_setup(p), "pair setup");
+    f->all_ok = true;
+    if (!check(f, hx_pair_setup(p), "pair setup")) {
+        return false;
+    }
+    qa = &a->drv.qp[HX_QP_RC];
+    qb = &b->drv.qp[HX_QP_RC];
+
+    /* 3000 bytes, three packets at MTU 1024 */
+    fill(a, a->drv.mr.mem, 3000, 1);
+    rc_send(a, qa, 0, b, qb, 0, 3000, 0xa1, 0xb1);
+    check(f, cqe_is(b, qb, 0xb1, QHCA_CQE_SUCCESS) &&
+          cqe_is(a, qa, 0xa1, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem, b, b->drv.mr.mem, 3000),
+          "send/recv");
+
+    /* RDMA WRITE of 64 KiB, READ of it back */
+    fill(a, a->drv.mr.mem + 0x10000, 0x10000, 2);
+    w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xa2);
+    w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
+    w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
+    s = hx_sge(&a->drv.mr, 0x10000, 0x10000);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    check(f, cqe_is(a, qa, 0xa2, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x10000, b,
+               b->drv.mr.mem + 0x20000, 0x10000), "rdma write");
+    w = hx_wqe(QHCA_WQE_RDMA_READ, 0xa3);
+    w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
+    w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
+    s = hx_sge(&a->drv.mr, 0x40000, 0x10000);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    check(f, cqe_is(a, qa, 0xa3, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x40000, b,
+               b->drv.mr.mem + 0x20000, 0x10000), "rdma read");
+
+    /* fetch and add */
+    v = cpu_to_le64(100);
+    hx_mem_write(b, b->drv.mr.mem + 0x100, &v, 8);
+    w = hx_wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 0xa4);
+    w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x100);
+    w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
+    w.rdma.compare_add = cpu_to_le64(5);
+    s = hx_sge(&a->drv.mr, 0x200, 8);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    ok = cqe_is(a, qa, 0xa4, QHCA_CQE_SUCCESS);
+    hx_mem_read(b, b->drv.mr.mem + 0x100, &v, 8);
+    check(f, ok && le64_to_cpu(v) == 105 &&
+          ldq_le_p(a->ram + a->drv.mr.mem + 0x200) == 100,
+          "fetch and add");
+
+    /* UD send with a GRH */
+    qa = &a->drv.qp[HX_QP_UD];
+    qb = &b->drv.qp[HX_QP_UD];
+    ud_send(a, b, a->drv.ahn, 0, 0x80000, 0xa5, 0xb5);
+    check(f, cqe_is(a, qa, 0xa5, QHCA_CQE_SUCCESS) &&
+          cqe_is(b, qb, 0xb5, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x80000 + 40, 100),
+          "ud send");
+
+    /* IPv6: RC connected over the GIDs 1, UD through the AH to one */
+    {
+        HxConnOpts o = hx_default_conn;
+        struct qhca_cqe c;
+        const uint8_t *grh;
+
+        o.ipv6 = true;
+        o.tclass = 0x28;
+        o.flow_label = 0x12345;
         qa = &a->drv.qp[HX_QP_RC];
         qb = &b->drv.qp[HX_QP_RC];
+        ok = hx_connect_rc(a, qa, b, qb, &o);
+        fill(a, a->drv.mr.mem + 0x1000, 3000, 5);
+        rc_send(a, qa, 0x1000, b, qb, 0x1000, 3000, 0xa6, 0xb6);
+        check(f, ok && cqe_is(b, qb, 0xb6, QHCA_CQE_SUCCESS) &&
+              cqe_is(a, qa, 0xa6, QHCA_CQE_SUCCESS) &&
+              same(a, a->drv.mr.mem + 0x1000, b,
+                   b->drv.mr.mem + 0x1000, 3000),
+              "ipv6: rc send/recv");
+        check(f, hx_connect_rc(a, qa, b, qb, &hx_default_conn),
+              "ipv6: rc back to ipv4");
 
-        /* 3000 bytes, three packets at MTU 1024 */
-        fill(a, a->drv.mr.mem, 3000, 1);
-        rc_send(a, qa, 0, b, qb, 0, 3000, 0xa1, 0xb1);
-        report(cqe_is(b, qb, 0xb1, QHCA_CQE_SUCCESS) &&
-               cqe_is(a, qa, 0xa1, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem, b, b->drv.mr.mem, 3000),
-               "send/recv");
-
-        /* RDMA WRITE of 64 KiB, READ of it back */
-        fill(a, a->drv.mr.mem + 0x10000, 0x10000, 2);
-        w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xa2);
-        w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
-        w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
-        s = hx_sge(&a->drv.mr, 0x10000, 0x10000);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        report(cqe_is(a, qa, 0xa2, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem + 0x10000, b,
-                    b->drv.mr.mem + 0x20000, 0x10000), "rdma write");
-        w = hx_wqe(QHCA_WQE_RDMA_READ, 0xa3);
-        w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
-        w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
-        s = hx_sge(&a->drv.mr, 0x40000, 0x10000);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        report(cqe_is(a, qa, 0xa3, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem + 0x40000, b,
-                    b->drv.mr.mem + 0x20000, 0x10000), "rdma read");
-
-        /* fetch and add */
-        v = cpu_to_le64(100);
-        hx_mem_write(b, b->drv.mr.mem + 0x100, &v, 8);
-        w = hx_wqe(QHCA_WQE_ATOMIC_FETCH_AND_ADD, 0xa4);
-        w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x100);
-        w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
-        w.rdma.compare_add = cpu_to_le64(5);
-        s = hx_sge(&a->drv.mr, 0x200, 8);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        ok = cqe_is(a, qa, 0xa4, QHCA_CQE_SUCCESS);
-        hx_mem_read(b, b->drv.mr.mem + 0x100, &v, 8);
-        report(ok && le64_to_cpu(v) == 105 &&
-               ldq_le_p(a->ram + a->drv.mr.mem + 0x200) == 100,
-               "fetch and add");
-
-        /* UD send with a GRH */
         qa = &a->drv.qp[HX_QP_UD];
         qb = &b->drv.qp[HX_QP_UD];
-        ud_send(a, b, a->drv.ahn, 0, 0x80000, 0xa5, 0xb5);
-        report(cqe_is(a, qa, 0xa5, QHCA_CQE_SUCCESS) &&
-               cqe_is(b, qb, 0xb5, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x80000 + 40, 100),
-               "ud send");
-
-        /* IPv6: RC connected over the GIDs 1, UD through the AH to one */
-        {
-            HxConnOpts o = hx_default_conn;
-            struct qhca_cqe c;
-            const uint8_t *grh;
-
-            o.ipv6 = true;
-            o.tclass = 0x28;
-            o.flow_label = 0x12345;
-            qa = &a->drv.qp[HX_QP_RC];
-            qb = &b->drv.qp[HX_QP_RC];
-            ok = hx_connect_rc(a, qa, b, qb, &o);
-            fill(a, a->drv.mr.mem + 0x1000, 3000, 5);
-            rc_send(a, qa, 0x1000, b, qb, 0x1000, 3000, 0xa6, 0xb6);
-            report(ok && cqe_is(b, qb, 0xb6, QHCA_CQE_SUCCESS) &&
-                   cqe_is(a, qa, 0xa6, QHCA_CQE_SUCCESS) &&
-                   same(a, a->drv.mr.mem + 0x1000, b,
-                        b->drv.mr.mem + 0x1000, 3000),
-                   "ipv6: rc send/recv");
-            report(hx_connect_rc(a, qa, b, qb, &hx_default_conn),
-                   "ipv6: rc back to ipv4");
-
-            qa = &a->drv.qp[HX_QP_UD];
-            qb = &b->drv.qp[HX_QP_UD];
-            ud_send(a, b, a->drv.ahn6, 0, 0x88000, 0xa7, 0xb7);
-            grh = b->ram + b->drv.mr.mem + 0x88000;
-            report(cqe_is(a, qa, 0xa7, QHCA_CQE_SUCCESS) &&
-                   hx_wait_cqe(b, qb->qpn, 0xb7, &c, 100 * 1000 * 1000) &&
-                   c.status == QHCA_CQE_SUCCESS &&
-                   c.network_hdr_type == QHCA_NET_ROCE_V2_IPV6 &&
-                   grh[0] >> 4 == 6 && !memcmp(grh + 8, a->ip6, 16) &&
-                   !memcmp(grh + 24, b->ip6, 16) &&
-                   same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x88000 + 40,
-                        100),
-                   "ipv6: ud send, the IPv6 header in the GRH area");
-        }
-
-        report(mcast_fanout(a, b), "ud multicast: two QPs on the peer, one "
-               "looped back");
-
-        /* Loopback on A: its two RC QPs connected, UD to itself */
-        report(hx_connect_loopback(a, &hx_default_conn), "loopback connect");
-        qa = &a->drv.qp[HX_QP_RC];
-        qb = &a->drv.qp[HX_QP_RC_SRQ];
-        fill(a, a->drv.mr.mem + 0x90000, 3000, 3);
-        rc_send(a, qa, 0x90000, a, qb, 0xa0000, 3000, 0xc2, 0xc1);
-        report(cqe_is(a, qb, 0xc1, QHCA_CQE_SUCCESS) &&
-               cqe_is(a, qa, 0xc2, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
-                    3000), "loopback send/recv");
-        fill(a, a->drv.mr.mem + 0x100000, 0x10000, 4);
-        w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
-        w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
-        w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
-        s = hx_sge(&a->drv.mr, 0x100000, 0x10000);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        w = hx_wqe(QHCA_WQE_RDMA_READ, 0xc4);
-        w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
-        w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
-        s = hx_sge(&a->drv.mr, 0x140000, 0x10000);
-        hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-        report(cqe_is(a, qa, 0xc3, QHCA_CQE_SUCCESS) &&
-               cqe_is(a, qa, 0xc4, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem + 0x100000, a,
-                    a->drv.mr.mem + 0x120000, 0x10000) &&
-               same(a, a->drv.mr.mem + 0x100000, a,
-                    a->drv.mr.mem + 0x140000, 0x10000),
-               "loopback rdma write and read");
-        qa = &a->drv.qp[HX_QP_UD];
-        ud_send(a, a, a->drv.ahn, 0x90000, 0x180000, 0xc6, 0xc5);
-        report(cqe_is(a, qa, 0xc6, QHCA_CQE_SUCCESS) &&
-               cqe_is(a, qa, 0xc5, QHCA_CQE_SUCCESS) &&
-               same(a, a->drv.mr.mem + 0x90000, a,
-                    a->drv.mr.mem + 0x180000 + 40, 100),
-               "loopback ud send to itself");
-        hx_settle(p, 1000 * 1000 * 1000, 10000);
-        report(p->findings[HX_FIND_GRANT] == 0 &&
-               p->findings[HX_FIND_SPIN] == 0, "no findings");
+        ud_send(a, b, a->drv.ahn6, 0, 0x88000, 0xa7, 0xb7);
+        grh = b->ram + b->drv.mr.mem + 0x88000;
+        check(f, cqe_is(a, qa, 0xa7, QHCA_CQE_SUCCESS) &&
+              hx_wait_cqe(b, qb->qpn, 0xb7, &c, 100 * 1000 * 1000) &&
+              c.status == QHCA_CQE_SUCCESS &&
+              c.network_hdr_type == QHCA_NET_ROCE_V2_IPV6 &&
+              grh[0] >> 4 == 6 && !memcmp(grh + 8, a->ip6, 16) &&
+              !memcmp(grh + 24, b->ip6, 16) &&
+              same(a, a->drv.mr.mem, b, b->drv.mr.mem + 0x88000 + 40, 100),
+              "ipv6: ud send, the IPv6 header in the GRH area");
     }
-    /*
-     * The loop queue is bounded, and one run of the bottom half receives
-     * at most QHCA_RUN_LOOP_FRAMES of it: 3000 frames to A itself (a UD
-     * SEND to a QP that does not exist) offered at once
-     */
-    {
-        QhcaRoceHdr h = { 0 };
-        uint8_t frame[256], payload[64] = { 0 };
-        uint32_t dropped = a->core.stat_loop_dropped;
-        uint32_t rx_dropped = a->core.stat_rx_dropped;
-        int n, i, queued = 0;
 
-        memcpy(h.dst_mac, a->mac, 6);
-        memcpy(h.src_mac, a->mac, 6);
-        h.src_ip = h.dst_ip = a->ip;
-        h.ttl = 64;
-        h.src_port = 0xc000;
-        h.pkey = 0xffff;
-        h.opcode = QHCA_ROCE_OP_UD_SEND_ONLY;
-        h.dest_qp = 1000;
-        h.deth.qkey = HX_QKEY;
-        h.deth.src_qp = 2;
-        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
-                            sizeof(payload));
-        for (i = 0; i < 3000 && n > 0; i++) {
-            queued += qhca_core_loopback(&a->core, frame, n);
-        }
-        report(n > 0 && queued == 3000 &&
-               g_queue_get_length(&a->core.loopq) == QHCA_LOOPQ_MAX_FRAMES &&
-               a->core.stat_loop_dropped - dropped ==
-               3000 - QHCA_LOOPQ_MAX_FRAMES,
-               "loop queue: bounded, the rest dropped and counted");
-        hx_step(p);
-        report(g_queue_get_length(&a->core.loopq) ==
-               QHCA_LOOPQ_MAX_FRAMES - QHCA_RUN_LOOP_FRAMES,
-               "loop queue: one run receives at most QHCA_RUN_LOOP_FRAMES");
-        hx_settle(p, 1000 * 1000 * 1000, 10000);
-        report(g_queue_is_empty(&a->core.loopq) && !a->core.loopq_bytes &&
-               a->core.stat_rx_dropped - rx_dropped == 3000,
-               "loop queue: all received (no such QP) or dropped");
-        /* not for A: another MAC, or one of A's MACs but not its IP */
-        h.dst_mac[5] ^= 1;
-        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
-                            sizeof(payload));
-        ok = !qhca_core_loopback(&a->core, frame, n);
-        h.dst_mac[5] ^= 1;
-        h.dst_ip ^= 1;
-        n = qhca_roce_build(frame, sizeof(frame), &h, payload,
-                            sizeof(payload));
-        report(ok && !qhca_core_loopback(&a->core, frame, n) &&
-               g_queue_is_empty(&a->core.loopq),
-               "loopback: only frames to our MAC and one of our GIDs");
+    check(f, mcast_fanout(a, b), "ud multicast: two QPs on the peer, one "
+          "looped back");
+
+    /* Loopback on A: its two RC QPs connected, UD to itself */
+    check(f, hx_connect_loopback(a, &hx_default_conn), "loopback connect");
+    qa = &a->drv.qp[HX_QP_RC];
+    qb = &a->drv.qp[HX_QP_RC_SRQ];
+    fill(a, a->drv.mr.mem + 0x90000, 3000, 3);
+    rc_send(a, qa, 0x90000, a, qb, 0xa0000, 3000, 0xc2, 0xc1);
+    check(f, cqe_is(a, qb, 0xc1, QHCA_CQE_SUCCESS) &&
+          cqe_is(a, qa, 0xc2, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
+               3000), "loopback send/recv");
+    fill(a, a->drv.mr.mem + 0x100000, 0x10000, 4);
+    w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
+    w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
+    w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
+    s = hx_sge(&a->drv.mr, 0x100000, 0x10000);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    w = hx_wqe(QHCA_WQE_RDMA_READ, 0xc4);
+    w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
+    w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
+    s = hx_sge(&a->drv.mr, 0x140000, 0x10000);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    check(f, cqe_is(a, qa, 0xc3, QHCA_CQE_SUCCESS) &&
+          cqe_is(a, qa, 0xc4, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x100000, a,
+               a->drv.mr.mem + 0x120000, 0x10000) &&
+          same(a, a->drv.mr.mem + 0x100000, a,
+               a->drv.mr.mem + 0x140000, 0x10000),
+          "loopback rdma write and read");
+    qa = &a->drv.qp[HX_QP_UD];
+    ud_send(a, a, a->drv.ahn, 0x90000, 0x180000, 0xc6, 0xc5);
+    check(f, cqe_is(a, qa, 0xc6, QHCA_CQE_SUCCESS) &&
+          cqe_is(a, qa, 0xc5, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x90000, a,
+               a->drv.mr.mem + 0x180000 + 40, 100),
+          "loopback ud send to itself");
+    hx_settle(p, 1000 * 1000 * 1000, 10000);
+    check(f, p->findings[HX_FIND_GRANT] == 0 &&
+          p->findings[HX_FIND_SPIN] == 0, "no findings");
+    return f->all_ok;
+}
+
+static void test_round_new(Fx *f, gconstpointer data)
+{
+    round_of_transfers(f);
+}
+
+/*
+ * The round on a pair that hx_pair_reset() started over after a round of
+ * its own (as the fuzzer reuses one pair for every input): the first
+ * round's checks are one check, the second's are named
+ */
+static void test_round_after_reset(Fx *f, gconstpointer data)
+{
+    bool ok;
+
+    f->quiet = true;
+    ok = round_of_transfers(f);
+    f->quiet = false;
+    check(f, ok, "a round before the reset");
+    hx_pair_reset(f->p);
+    round_of_transfers(f);
+}
+
+/*
+ * The loop queue is bounded, and one run of the bottom half receives at
+ * most QHCA_RUN_LOOP_FRAMES of it: 3000 frames to A itself (a UD SEND to a
+ * QP that does not exist) offered at once
+ */
+static void test_loop_queue(Fx *f, gconstpointer data)
+{
+    HxPair *p = f->p;
+    HxDev *a = f->a;
+    QhcaRoceHdr h = { 0 };
+    uint8_t frame[256], payload[64] = { 0 };
+    uint32_t dropped, rx_dropped;
+    int n, i, queued = 0;
+    bool ok;
+
+    if (!check(f, hx_pair_setup(p), "pair setup")) {
+        return;
     }
-    /* The grant checker itself: what the guest never handed over */
+    dropped = a->core.stat_loop_dropped;
+    rx_dropped = a->core.stat_rx_dropped;
+    memcpy(h.dst_mac, a->mac, 6);
+    memcpy(h.src_mac, a->mac, 6);
+    h.src_ip = h.dst_ip = a->ip;
+    h.ttl = 64;
+    h.src_port = 0xc000;
+    h.pkey = 0xffff;
+    h.opcode = QHCA_ROCE_OP_UD_SEND_ONLY;
+    h.dest_qp = 1000;
+    h.deth.qkey = HX_QKEY;
+    h.deth.src_qp = 2;
+    n = qhca_roce_build(frame, sizeof(frame), &h, payload, sizeof(payload));
+    for (i = 0; i < 3000 && n > 0; i++) {
+        queued += qhca_core_loopback(&a->core, frame, n);
+    }
+    check(f, n > 0 && queued == 3000 &&
+          g_queue_get_length(&a->core.loopq) == QHCA_LOOPQ_MAX_FRAMES &&
+          a->core.stat_loop_dropped - dropped ==
+          3000 - QHCA_LOOPQ_MAX_FRAMES,
+          "loop queue: bounded, the rest dropped and counted");
+    hx_step(p);
+    check(f, g_queue_get_length(&a->core.loopq) ==
+          QHCA_LOOPQ_MAX_FRAMES - QHCA_RUN_LOOP_FRAMES,
+          "loop queue: one run receives at most QHCA_RUN_LOOP_FRAMES");
+    hx_settle(p, 1000 * 1000 * 1000, 10000);
+    check(f, g_queue_is_empty(&a->core.loopq) && !a->core.loopq_bytes &&
+          a->core.stat_rx_dropped - rx_dropped == 3000,
+          "loop queue: all received (no such QP) or dropped");
+    /* not for A: another MAC, or one of A's MACs but not its IP */
+    h.dst_mac[5] ^= 1;
+    n = qhca_roce_build(frame, sizeof(frame), &h, payload, sizeof(payload));
+    ok = !qhca_core_loopback(&a->core, frame, n);
+    h.dst_mac[5] ^= 1;
+    h.dst_ip ^= 1;
+    n = qhca_roce_build(frame, sizeof(frame), &h, payload, sizeof(payload));
+    check(f, ok && !qhca_core_loopback(&a->core, frame, n) &&
+          g_queue_is_empty(&a->core.loopq),
+          "loopback: only frames to our MAC and one of our GIDs");
+}
+
+/* The grant checker itself: what the guest never handed over */
+static void test_grant(Fx *f, gconstpointer data)
+{
+    HxPair *p = f->p;
+    HxDev *a = f->a;
+    uint8_t buf[16];
+    unsigned before;
+    bool r1, r2, r3, ok;
+
+    if (!check(f, hx_pair_setup(p), "pair setup")) {
+        return;
+    }
+    setenv("QHCA_HARNESS_IGNORE", "grant", 1);
+    before = p->findings[HX_FIND_GRANT];
+    r1 = a->core.ops->dma_read(a, a->drv.mr.mem + 0x1000, buf, 16);
+    check(f, r1 && p->findings[HX_FIND_GRANT] == before,
+          "grant: a read of MR memory passes");
+    r2 = a->core.ops->dma_read(a, 0x500000, buf, 16);
+    check(f, r2 && p->findings[HX_FIND_GRANT] == before + 1,
+          "grant: a read of memory never granted is a finding");
+    r3 = a->core.ops->dma_write(a, 0x100000000ULL, buf, 16);
+    check(f, !r3 && p->findings[HX_FIND_GRANT] == before + 1,
+          "grant: a write where there is no RAM fails, no finding");
+
+    /* a new translation: the MR's new page granted, its old ones not */
     {
-        uint8_t buf[16];
-        unsigned before;
-        bool r1, r2, r3;
+        struct qhca_cmd_rereg_mr rr = { 0 };
+        uint64_t pg = hx_alloc_data(a, QHCA_PAGE_SIZE);
+        int st;
 
-        setenv("QHCA_HARNESS_IGNORE", "grant", 1);
+        rr.key = cpu_to_le32(a->drv.mr.key);
+        rr.what = cpu_to_le32(QHCA_REREG_TRANS);
+        rr.iova = cpu_to_le64(a->drv.mr.iova);
+        rr.length = cpu_to_le64(QHCA_PAGE_SIZE);
+        rr.mem = hx_pbl(a, &pg, 1, QHCA_PAGE_SHIFT);
+        st = hx_cmd(a, QHCA_CMD_REREG_MR, &rr, sizeof(rr), NULL);
         before = p->findings[HX_FIND_GRANT];
-        r1 = a->core.ops->dma_read(a, a->drv.mr.mem + 0x1000, buf, 16);
-        report(r1 && p->findings[HX_FIND_GRANT] == before,
-               "grant: a read of MR memory passes");
-        r2 = a->core.ops->dma_read(a, 0x500000, buf, 16);
-        report(r2 && p->findings[HX_FIND_GRANT] == before + 1,
-               "grant: a read of memory never granted is a finding");
-        r3 = a->core.ops->dma_write(a, 0x100000000ULL, buf, 16);
-        report(!r3 && p->findings[HX_FIND_GRANT] == before + 1,
-               "grant: a write where there is no RAM fails, no finding");
-
-        /* a new translation: the MR's new page granted, its old ones not */
-        {
-            struct qhca_cmd_rereg_mr rr = { 0 };
-            uint64_t pg = hx_alloc_data(a, QHCA_PAGE_SIZE);
-            int st;
-
-            rr.key = cpu_to_le32(a->drv.mr.key);
-            rr.what = cpu_to_le32(QHCA_REREG_TRANS);
-            rr.iova = cpu_to_le64(a->drv.mr.iova);
-            rr.length = cpu_to_le64(QHCA_PAGE_SIZE);
-            rr.mem = hx_pbl(a, &pg, 1, QHCA_PAGE_SHIFT);
-            st = hx_cmd(a, QHCA_CMD_REREG_MR, &rr, sizeof(rr), NULL);
-            before = p->findings[HX_FIND_GRANT];
-            a->core.ops->dma_read(a, pg, buf, 16);
-            ok = p->findings[HX_FIND_GRANT] == before;
-            a->core.ops->dma_read(a, a->drv.mr.mem + 0x1000, buf, 16);
-            report(st == QHCA_CMD_OK && ok &&
-                   p->findings[HX_FIND_GRANT] == before + 1,
-                   "grant: REREG_MR moves the MR's grant to its new pages");
-        }
-        /* RESIZE_CQ: the new ring granted, the old one not */
-        {
-            struct qhca_cmd_resize_cq rc = { 0 };
-            HxRing ring;
-            uint32_t carried = 0;
-            int st;
-
-            rc.cqn = cpu_to_le32(a->drv.cqn);
-            rc.log_depth = 7;
-            rc.mem = hx_ring_alloc(a, &ring, 7, 5);
-            st = hx_cmd(a, QHCA_CMD_RESIZE_CQ, &rc, sizeof(rc), &carried);
-            before = p->findings[HX_FIND_GRANT];
-            a->core.ops->dma_read(a, ring.page[0], buf, 16);
-            ok = p->findings[HX_FIND_GRANT] == before;
-            a->core.ops->dma_read(a, a->drv.cq.page[0], buf, 16);
-            report(st == QHCA_CMD_OK && ok &&
-                   p->findings[HX_FIND_GRANT] == before + 1,
-                   "grant: RESIZE_CQ moves the CQ's grant to its new ring");
-            a->drv.cq = ring;
-            a->drv.cq_ci = 0;
-        }
-        before = p->findings[HX_FIND_GRANT];
-        hx_mmio_write(a, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+        a->core.ops->dma_read(a, pg, buf, 16);
+        ok = p->findings[HX_FIND_GRANT] == before;
         a->core.ops->dma_read(a, a->drv.mr.mem + 0x1000, buf, 16);
-        report(p->findings[HX_FIND_GRANT] == before + 1,
-               "grant: nothing is granted after a reset");
-        unsetenv("QHCA_HARNESS_IGNORE");
+        check(f, st == QHCA_CMD_OK && ok &&
+              p->findings[HX_FIND_GRANT] == before + 1,
+              "grant: REREG_MR moves the MR's grant to its new pages");
     }
-    hx_pair_destroy(p);
-    printf("1..%d\n", tests);
-    return failures ? 1 : 0;
+    /* RESIZE_CQ: the new ring granted, the old one not */
+    {
+        struct qhca_cmd_resize_cq rc = { 0 };
+        HxRing ring;
+        uint32_t carried = 0;
+        int st;
+
+        rc.cqn = cpu_to_le32(a->drv.cqn);
+        rc.log_depth = 7;
+        rc.mem = hx_ring_alloc(a, &ring, 7, 5);
+        st = hx_cmd(a, QHCA_CMD_RESIZE_CQ, &rc, sizeof(rc), &carried);
+        before = p->findings[HX_FIND_GRANT];
+        a->core.ops->dma_read(a, ring.page[0], buf, 16);
+        ok = p->findings[HX_FIND_GRANT] == before;
+        a->core.ops->dma_read(a, a->drv.cq.page[0], buf, 16);
+        check(f, st == QHCA_CMD_OK && ok &&
+              p->findings[HX_FIND_GRANT] == before + 1,
+              "grant: RESIZE_CQ moves the CQ's grant to its new ring");
+        a->drv.cq = ring;
+        a->drv.cq_ci = 0;
+    }
+    before = p->findings[HX_FIND_GRANT];
+    hx_mmio_write(a, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    a->core.ops->dma_read(a, a->drv.mr.mem + 0x1000, buf, 16);
+    check(f, p->findings[HX_FIND_GRANT] == before + 1,
+          "grant: nothing is granted after a reset");
+    unsetenv("QHCA_HARNESS_IGNORE");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    hx_trace_init();
+    g_test_add("/harness/round/new", Fx, NULL, fx_setup, test_round_new,
+               fx_teardown);
+    g_test_add("/harness/round/after-reset", Fx, NULL, fx_setup,
+               test_round_after_reset, fx_teardown);
+    g_test_add("/harness/loop-queue", Fx, NULL, fx_setup, test_loop_queue,
+               fx_teardown);
+    g_test_add("/harness/grant", Fx, NULL, fx_setup, test_grant,
+               fx_teardown);
+    return g_test_run();
 }
