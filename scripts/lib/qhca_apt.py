@@ -1,0 +1,111 @@
+"""Debian packages for the host-side Python scripts: apt_install() as
+scripts/common.sh's apt_install, for the scripts that are not bash.
+
+    from qhca_apt import apt_install
+    if not apt_install("tshark", "meson/bookworm-backports"):
+        ...
+
+Both install only what dpkg does not have ("ok installed"), add the same
+apt source file (/etc/apt/sources.list.d/qhca.sources) on the Debian mirror
+this machine's apt is configured for, share the once-a-day `apt-get update`
+stamp (build/.apt-updated) and run the same `apt-get install`; one may
+follow the other. Only the Python 3 standard library is used.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("QHCA_BUILD", os.path.join(TOP, "build"))
+APT_UPDATED = os.path.join(BUILD, ".apt-updated")
+SOURCES = "/etc/apt/sources.list.d/qhca.sources"
+# the suites whose "main" index names the Debian mirror (debian_mirror())
+DEBIAN_SUITE = re.compile(r"(bullseye|bookworm|trixie|forky|sid|oldstable|stable|testing|unstable)"
+                          r"(-updates|-backports)?")
+
+
+def log(msg):
+    print(f"[{os.path.basename(sys.argv[0])}] {msg}", file=sys.stderr, flush=True)
+
+
+def as_root(cmd, **kw):
+    """Run CMD (a list) as root: directly when we are, else with sudo."""
+    return subprocess.run(cmd if os.geteuid() == 0 else ["sudo"] + cmd, check=False, **kw)
+
+
+def installed(name):
+    """Is Debian package NAME installed (dpkg's "ok installed")?"""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, check=False)
+    return r.returncode == 0 and b"ok installed" in r.stdout
+
+
+def debian_mirror():
+    """The Debian mirror this machine's apt uses (the repository of its
+    first Debian "main" index), e.g. http://deb.debian.org/debian, without
+    a trailing slash. QHCA_DEBIAN_MIRROR overrides; deb.debian.org when apt
+    names no Debian repository."""
+    m = os.environ.get("QHCA_DEBIAN_MIRROR", "")
+    if not m:
+        r = subprocess.run(["apt-get", "indextargets", "--format",
+                            "$(REPO_URI) $(RELEASE) $(COMPONENT)"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+        for line in r.stdout.decode("utf-8", "replace").splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[2] == "main" and DEBIAN_SUITE.fullmatch(f[1]):
+                m = f[0]
+                break
+    return (m or "http://deb.debian.org/debian").rstrip("/")
+
+
+def apt_sources():
+    """Add the apt sources the scripts need (deb-src bookworm and trixie,
+    deb/deb-src bookworm-backports) once, then `apt-get update` when the
+    last one is a day old. Says what it adds; False if a step failed."""
+    if not os.path.isfile(SOURCES):
+        mirror = debian_mirror()
+        log(f"adding {SOURCES}: deb-src bookworm and trixie (QEMU 10.0 and rdma-core 56.1 "
+            "sources), deb/deb-src bookworm-backports (meson >= 1.5, python3-pycotap, "
+            "6.12 kernels)")
+        text = f"""# Added by qhca scripts/common.sh
+Types: deb-src
+URIs: {mirror}
+Suites: bookworm trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb deb-src
+URIs: {mirror}
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+        if as_root(["tee", SOURCES], input=text.encode(), stdout=subprocess.DEVNULL).returncode:
+            return False
+        if os.path.exists(APT_UPDATED):
+            os.unlink(APT_UPDATED)
+    if not os.path.exists(APT_UPDATED) or time.time() - os.path.getmtime(APT_UPDATED) > 86400:
+        log("apt-get update")
+        if as_root(["apt-get", "update", "-qq"]).returncode:
+            return False
+        os.makedirs(BUILD, exist_ok=True)
+        with open(APT_UPDATED, "a", encoding="utf-8"):
+            os.utime(APT_UPDATED)
+    return True
+
+
+def apt_install(*pkgs):
+    """Install the packages that are missing (each PKG or PKG/SUITE, as
+    apt-get takes them). True when all are installed after it."""
+    missing = [p for p in pkgs if not installed(p.split("/")[0])]
+    if not missing:
+        return True
+    if not apt_sources():
+        return False
+    log(f"installing: {' '.join(missing)}")
+    r = as_root(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq",
+                 "--no-install-recommends"] + missing, stdout=subprocess.DEVNULL)
+    return r.returncode == 0
