@@ -61,6 +61,24 @@ def debian_mirror():
     return (m or "http://deb.debian.org/debian").rstrip("/")
 
 
+def debian_security_mirror():
+    """The Debian security archive this machine's apt uses (the repository
+    of its first "SUITE-security main" index), without a trailing slash.
+    QHCA_DEBIAN_SECURITY_MIRROR overrides; security.debian.org's
+    deb.debian.org alias when apt names none."""
+    m = os.environ.get("QHCA_DEBIAN_SECURITY_MIRROR", "")
+    if not m:
+        r = subprocess.run(["apt-get", "indextargets", "--format",
+                            "$(REPO_URI) $(RELEASE) $(COMPONENT)"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+        for line in r.stdout.decode("utf-8", "replace").splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[2] == "main" and f[1].endswith("-security"):
+                m = f[0]
+                break
+    return (m or "http://deb.debian.org/debian-security").rstrip("/")
+
+
 def apt_sources():
     """Add the apt sources the scripts need (deb-src bookworm and trixie,
     deb/deb-src bookworm-backports) once, then `apt-get update` when the
