@@ -1,5 +1,5 @@
 #!/bin/sh
-# RoCEv2 over IPv6 between two guests (issue 12 item 1):
+# RoCEv2 over IPv6 between two guests (docs/verbs.md):
 #   scripts/launch -n 2 --run scripts/guest/run-ipv6.sh           qhca <-> qhca
 #   scripts/launch -n 2 --rxe 2 --run scripts/guest/run-ipv6.sh   qhca <-> Soft-RoCE
 # Each guest's eth0 has its automatic link-local address and gets the ULA

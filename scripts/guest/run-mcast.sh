@@ -1,5 +1,5 @@
 #!/bin/sh
-# UD multicast between guests (issue 12 item 5), with rdma-core's mckey
+# UD multicast between guests (docs/verbs.md), with rdma-core's mckey
 # (librdmacm: rdma_join_multicast, then ibv_attach_mcast on the id's UD
 # QP; rdma_leave_multicast, ibv_detach_mcast):
 #   scripts/launch -n 3 --run scripts/guest/run-mcast.sh

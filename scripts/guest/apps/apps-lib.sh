@@ -1,7 +1,8 @@
 #!/bin/sh
-# Helpers of the apps run scripts (run-nvme.sh, run-nfs.sh, run-mpi.sh;
-# issue 11, docs/consumers.md). POSIX sh (dash). The host adds this file,
-# pair.sh and the run script to /qhca/ (scripts/test.d/apps); source it:
+# Helpers of the apps run scripts (run-nvme.sh, run-nfs.sh, run-mpi.sh:
+# real RDMA consumers on qhca, docs/consumers.md). POSIX sh (dash). The
+# host adds this file, pair.sh and the run script to /qhca/
+# (scripts/test.d/apps); source it:
 #   . /qhca/apps-lib.sh
 #
 # Guest 1 is the server (NVMe target, NFS server, mpirun), guest 2 the

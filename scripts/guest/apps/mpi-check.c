@@ -1,5 +1,6 @@
 /*
- * mpi-check: a small MPI program for the apps test group (issue 11.3).
+ * mpi-check: a small MPI program for the apps test group (part mpi, MPI over
+ * UCX between two guests; docs/consumers.md).
  *
  *   mpirun -np 2 ... mpi-check [ITERATIONS]
  *

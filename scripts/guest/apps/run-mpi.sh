@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run script (apps group, part mpi): UCX and Open MPI between two guests
-# (issue 11.3; docs/consumers.md).
+# (docs/consumers.md, "UCX and Open MPI").
 #
 #   ucx_info      ucx_info -d lists the RDMA device's rc_verbs and ud_verbs
 #                 transports (both guests)

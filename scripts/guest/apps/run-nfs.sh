@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run script (apps group, part nfs): NFS over RDMA between two guests
-# (issue 11.2; docs/consumers.md).
+# (docs/consumers.md, "NFS over RDMA").
 #
 # Guest 1 (server): a tmpfs exported by nfsd (NFSv4 only: no rpcbind),
 # rpc.mountd for the export cache, grace and lease times shortened to 10 s

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run script (apps group, part nvme): NVMe over RDMA between two guests
-# (issue 11.1; docs/consumers.md).
+# (docs/consumers.md, "NVMe over RDMA").
 #
 # Guest 1 (target): a memory-backed null_blk disk (1 GiB) exported by nvmet
 # through an RDMA port on its eth0 address, 4420. Guest 2 (host):

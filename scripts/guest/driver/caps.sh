@@ -1,5 +1,5 @@
 #!/bin/sh
-# Honest capabilities and the device's own counters (issue 12 items 7, 8),
+# Honest capabilities and the device's own counters (docs/verbs.md),
 # in one guest (all.sh runs it in each):
 #
 # * qhca-verbs-caps (guest-driver/tools/, scripts/launch --add
