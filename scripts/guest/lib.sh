@@ -132,17 +132,31 @@ check() {
 	return "$_ck_rc"
 }
 
-# checks_done: the last line of a test; its exit status (1 if any failed)
+# checks_done [WORD]: the last line of a test, "# checks done: P passed,
+# F failed" ("# WORD done: ..." with WORD); its exit status (1 if any failed)
 checks_done() {
-	echo "# checks done: $PASSED passed, $FAILED failed"
+	echo "# ${1:-checks} done: $PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]
+}
+
+# --- the kernel log ----------------------------------------------------------------
+
+# qhca_dmesg_lines: how many lines the kernel log has now; a mark for
+# qhca_dmesg_after and qhca_dmesg_since
+qhca_dmesg_lines() {
+	dmesg 2>/dev/null | wc -l
+}
+
+# qhca_dmesg_after LINE: the kernel log after its first LINE lines
+qhca_dmesg_after() {
+	dmesg 2>/dev/null | tail -n +"$(($1 + 1))"
 }
 
 # qhca_dmesg_since LINE PATTERN NAME: the check NAME, ok if the kernel
 # logged nothing matching the ERE PATTERN after its first LINE lines
 qhca_dmesg_since() {
-	if dmesg | tail -n +"$(($1 + 1))" | grep -Eq "$2"; then
-		not_ok "$3" "$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$2" | head -n 10)"
+	if qhca_dmesg_after "$1" | grep -Eq "$2"; then
+		not_ok "$3" "$(qhca_dmesg_after "$1" | grep -E "$2" | head -n 10)"
 	else
 		ok "$3"
 	fi
@@ -173,12 +187,21 @@ qhca_port_state() {
 	cat /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null
 }
 
-# qhca_wait_port WORD SECONDS: wait until the port's state has WORD in it
-# (ACTIVE, DOWN); returns 1 if it has not after SECONDS
+# qhca_has_ipv4_gid: qhca0 port 1 has an IPv4-mapped GID (::ffff:A.B.C.D)
+qhca_has_ipv4_gid() {
+	grep -q '0000:0000:0000:0000:0000:ffff' /sys/class/infiniband/qhca0/ports/1/gids/* 2>/dev/null
+}
+
+# qhca_wait_port WORD SECONDS [gid]: wait until the port's state has WORD
+# in it (ACTIVE, DOWN) and, with "gid", the port has an IPv4-mapped GID;
+# returns 1 if not after SECONDS
 qhca_wait_port() {
 	_wp=0
 	while [ $_wp -lt $(($2 * 10)) ]; do
-		qhca_port_state | grep -q "$1" && return 0
+		if qhca_port_state | grep -q "$1" &&
+			{ [ "${3:-}" != gid ] || qhca_has_ipv4_gid; }; then
+			return 0
+		fi
 		sleep 0.1
 		_wp=$((_wp + 1))
 	done

@@ -199,13 +199,14 @@ pair_listening() {
 	esac
 }
 
-# the kernel messages since pair_mark_dmesg, with qhca/rxe/infiniband ones first
+# pair_new_dmesg N: the last N kernel messages since pair_mark_dmesg
+# (but audit lines)
 pair_mark_dmesg() {
-	dmesg 2>/dev/null | wc -l >"$PAIR_DIR/dmesg.mark"
+	qhca_dmesg_lines >"$PAIR_DIR/dmesg.mark"
 }
 pair_new_dmesg() {
 	_m=$(cat "$PAIR_DIR/dmesg.mark" 2>/dev/null || echo 0)
-	dmesg 2>/dev/null | tail -n +$((_m + 1)) | grep -v 'audit' | tail -n "$1"
+	qhca_dmesg_after "$_m" | grep -v 'audit' | tail -n "$1"
 }
 
 pair_gate_hang() {	# count programs of ours that hung; 2 in a row close the gate

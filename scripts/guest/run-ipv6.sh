@@ -15,7 +15,7 @@ qhca_pair_start
 pair_setup_dev
 pair_start_mailbox
 echo "# ipv6: this guest uses $PAIR_DEV"
-DMESG0=$(dmesg | wc -l)
+DMESG0=$(qhca_dmesg_lines)
 
 ULA_PREFIX=fd71:4800::
 MY_ULA=$ULA_PREFIX$QHCA_ID

@@ -19,7 +19,7 @@
 . /usr/lib/qhca/lib.sh
 qhca_pair_start
 pair_setup_dev
-DMESG0=$(dmesg | wc -l)
+DMESG0=$(qhca_dmesg_lines)
 GROUP=239.1.2.3
 MCAST_COUNT=${MCAST_COUNT:-20}
 D=/tmp/mcast

@@ -253,7 +253,7 @@ run_host() {
 		# 45 s: the port goes 10 s in, for 8 s, and the reconnect follows
 		fio_job "$APPS_DIR/fio2.job" 45 "$DEV"
 		pair_mark_dmesg
-		dm0=$(dmesg | wc -l)
+		dm0=$(qhca_dmesg_lines)
 		pair_spawn "$APPS_DIR/fio2.out" "fio --minimal $APPS_DIR/fio2.job"
 		fpid=$PAIR_PID
 		sleep 10
@@ -270,11 +270,11 @@ run_host() {
 		fi
 		if [ -z "$back" ]; then
 			not_ok "nvme: host: reconnected after the port came back" "the target never said PORT-BACK"
-		elif dmesg | tail -n +$((dm0 + 1)) | grep -q 'Successfully reconnected'; then
+		elif qhca_dmesg_after "$dm0" | grep -q 'Successfully reconnected'; then
 			ok "nvme: host: reconnected after the port came back"
-			apps_note "$(dmesg | tail -n +$((dm0 + 1)) | grep -E 'nvme.*(reconnect|Reconnect|error|resett)' | head -n 6)"
+			apps_note "$(qhca_dmesg_after "$dm0" | grep -E 'nvme.*(reconnect|Reconnect|error|resett)' | head -n 6)"
 		else
-			not_ok "nvme: host: reconnected after the port came back" "no 'Successfully reconnected' in the kernel log:" "$(dmesg | tail -n +$((dm0 + 1)) | tail -n 15)"
+			not_ok "nvme: host: reconnected after the port came back" "no 'Successfully reconnected' in the kernel log:" "$(qhca_dmesg_after "$dm0" | tail -n 15)"
 		fi
 		apps_check "nvme: host: disconnect after the port fault" 60 \
 			"nvme disconnect -n $NQN; i=0; while [ \$i -lt 50 ] && ls /sys/class/nvme/ | grep -q nvme; do sleep 0.2; i=\$((i + 1)); done; ls /sys/class/nvme/" \
@@ -292,7 +292,7 @@ run_host() {
 		DEV=$(host_dev)
 		fio_job "$APPS_DIR/fio3.job" 600 "$DEV"
 		pair_mark_dmesg
-		dm0=$(dmesg | wc -l)
+		dm0=$(qhca_dmesg_lines)
 		pair_spawn "$APPS_DIR/fio3.out" "fio --minimal $APPS_DIR/fio3.job"
 		fpid=$PAIR_PID
 		sleep 10
@@ -327,7 +327,7 @@ run_host() {
 			"nvme disconnect -n $NQN; ls /sys/class/nvme/" \
 			'[ -z "$(ls /sys/class/nvme/)" ] || { echo "controllers left: $(ls /sys/class/nvme/)"; exit 1; }' &&
 			apps_note "nvme disconnect took $(($(qhca_now) - t0))s"
-		apps_note "kernel: $(dmesg | tail -n +$((dm0 + 1)) | grep -E 'nvme' | head -n 10)"
+		apps_note "kernel: $(qhca_dmesg_after "$dm0" | grep -E 'nvme' | head -n 10)"
 	else
 		apps_send SKIP-DIE
 	fi

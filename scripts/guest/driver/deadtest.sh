@@ -34,8 +34,7 @@ done
 [ -n "$PCI" ] || { not_ok "a qhca PCI function" "none"; exit 1; }
 qhca_wait_port ACTIVE 30 || not_ok "qhca0 is up" "$(ls /sys/class/infiniband 2>&1)"
 
-dmesg >"$LOG/dmesg.before"
-BEFORE=$(wc -l <"$LOG/dmesg.before")
+BEFORE=$(qhca_dmesg_lines)
 
 # ktest NAME ARGS...: load the self-test (it runs in module init)
 ktest() {
@@ -92,11 +91,11 @@ if [ $((t1 - t0)) -ge 4000 ] && [ $((t1 - t0)) -lt 15000 ]; then
 else
 	not_ok "the first command times out" "ibv_devinfo took $((t1 - t0)) ms"
 fi
-if dmesg | tail -n +"$((BEFORE + 1))" | grep -q 'device is dead'; then
+if qhca_dmesg_after "$BEFORE" | grep -q 'device is dead'; then
 	ok "the driver reports the device dead"
 else
 	not_ok "the driver reports the device dead" \
-		"$(dmesg | tail -n +"$((BEFORE + 1))" | grep qhca | tail -n 5)"
+		"$(qhca_dmesg_after "$BEFORE" | grep qhca | tail -n 5)"
 fi
 if grep -q 'PORT_DOWN' "$LOG/devinfo1" ||
 	grep -q DOWN /sys/class/infiniband/qhca0/ports/1/state; then
@@ -158,7 +157,7 @@ qhca_dmesg_since "$BEFORE" \
 	'WARNING:|BUG:|Oops|Call Trace|refcount_t:|UBSAN|KASAN|general protection|corruption|INFO: task|not freed' \
 	"no kernel warnings"
 echo "# kernel messages:"
-dmesg | tail -n +"$((BEFORE + 1))" | grep -i qhca | sed 's/^/# /' | head -n 20
+qhca_dmesg_after "$BEFORE" | grep -i qhca | sed 's/^/# /' | head -n 20
 
 rm -rf "$LOG"
 [ "$FAILED" -eq 0 ]

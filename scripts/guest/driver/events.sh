@@ -25,7 +25,7 @@ else
 fi
 # the IPv4 GID is back (later tests need it)
 i=0
-while [ $i -lt 100 ] && ! grep -q '0000:0000:0000:0000:0000:ffff' /sys/class/infiniband/qhca0/ports/1/gids/* 2>/dev/null; do
+while [ $i -lt 100 ] && ! qhca_has_ipv4_gid; do
 	sleep 0.1
 	i=$((i + 1))
 done

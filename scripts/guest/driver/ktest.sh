@@ -8,7 +8,7 @@
 
 KO=/qhca/qhca_ktest.ko
 [ -f "$KO" ] || { not_ok "qhca_ktest.ko in /qhca (launch --add it)"; exit 1; }
-BEFORE=$(dmesg | wc -l)
+BEFORE=$(qhca_dmesg_lines)
 qhca_barrier 7141 120 || { not_ok barrier; exit 1; }
 if [ "$QHCA_ROLE" = server ]; then
 	insmod "$KO" role=server
@@ -17,7 +17,7 @@ else
 	insmod "$KO" role=client peer="$QHCA_PEER_IP"
 fi
 rc=$?
-dmesg | tail -n +"$((BEFORE + 1))" >/tmp/ktest.dmesg
+qhca_dmesg_after "$BEFORE" >/tmp/ktest.dmesg
 sed -n 's/.*qhca_ktest: \(\(not \)\{0,1\}ok - .*\)/\1/p' /tmp/ktest.dmesg
 if [ $rc -eq 0 ]; then
 	ok "qhca_ktest $QHCA_ROLE passed"

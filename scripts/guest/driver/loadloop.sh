@@ -21,28 +21,11 @@ COUNT=${LOADLOOP_COUNT:-50}
 LOG=/tmp/loadloop.$$
 mkdir -p "$LOG"
 
-
-# wait_port SECONDS: qhca0 registered, port ACTIVE, an IPv4 GID present
-wait_port() {
-	_i=0
-	while [ $_i -lt $(($1 * 10)) ]; do
-		if [ -e /sys/class/infiniband/qhca0 ] &&
-			grep -q ACTIVE /sys/class/infiniband/qhca0/ports/1/state 2>/dev/null &&
-			grep -q '0000:0000:0000:0000:0000:ffff' \
-				/sys/class/infiniband/qhca0/ports/1/gids/* 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-		_i=$((_i + 1))
-	done
-	return 1
-}
-
 # Kernel messages from now on are checked at the end
-dmesg >"$LOG/dmesg.before"
-BEFORE=$(wc -l <"$LOG/dmesg.before")
+BEFORE=$(qhca_dmesg_lines)
 
-wait_port 30 || not_ok "qhca0 is up before the loop" \
+# qhca0 registered, its port ACTIVE, an IPv4 GID present (qhca_wait_port ... gid)
+qhca_wait_port ACTIVE 30 gid || not_ok "qhca0 is up before the loop" \
 	"$(ls /sys/class/infiniband 2>&1)"
 
 i=0
@@ -61,7 +44,7 @@ while [ $i -lt "$COUNT" ]; do
 		loop_fail="round $i: modprobe: $(cat "$LOG/err")"
 		break
 	fi
-	if ! wait_port 30; then
+	if ! qhca_wait_port ACTIVE 30 gid; then
 		loop_fail="round $i: no active qhca0 with an IPv4 GID after 30 s"
 		break
 	fi
@@ -108,7 +91,7 @@ fi
 kill $PP 2>/dev/null
 wait $PP 2>/dev/null
 if [ -d /sys/module/qhca ] || modprobe qhca; then
-	if wait_port 30; then
+	if qhca_wait_port ACTIVE 30 gid; then
 		ok "reload after the forced unload"
 	else
 		not_ok "reload after the forced unload" "no active qhca0"
@@ -118,7 +101,7 @@ else
 fi
 
 # No warnings, oopses or leak reports since the start, and no qhca error
-dmesg | tail -n +"$((BEFORE + 1))" >"$LOG/dmesg.after"
+qhca_dmesg_after "$BEFORE" >"$LOG/dmesg.after"
 BAD='WARNING:|BUG:|Oops|Call Trace|refcount_t:|UBSAN|KASAN|general protection|corruption|INFO: task'
 QBAD='qhca.*(error|dead|timed out|not freed|fail|unknown|cannot)'
 if grep -Eq "$BAD" "$LOG/dmesg.after" || grep -Eiq "$QBAD" "$LOG/dmesg.after"; then

@@ -9,7 +9,7 @@
 
 OUT=/tmp/rdmacm.$$
 mkdir -p "$OUT"
-BEFORE=$(dmesg | wc -l)
+BEFORE=$(qhca_dmesg_lines)
 
 # tool NAME BARRIER-PORT SERVER-CMD... -- CLIENT-CMD...
 tool() {

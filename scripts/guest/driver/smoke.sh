@@ -11,7 +11,7 @@ TOOL=/qhca/qhca-uverbs-smoke
 [ -x "$TOOL" ] || TOOL=$(command -v qhca-uverbs-smoke)
 [ -x "$TOOL" ] || { echo "not ok - qhca-uverbs-smoke in /qhca (launch --add it)"; exit 1; }
 DEV=/dev/infiniband/$(basename /sys/class/infiniband/qhca0/device/infiniband_verbs/uverbs*)
-BEFORE=$(dmesg | wc -l)
+BEFORE=$(qhca_dmesg_lines)
 
 # state 4 (ACTIVE); the active MTU follows eth0's as the kernel's
 # iboe_get_mtu() says: less the RoCE headers (96 bytes), the largest IB MTU

@@ -10,7 +10,7 @@
 
 OUT=/tmp/verbs.$$
 mkdir -p "$OUT"
-BEFORE=$(dmesg | wc -l)
+BEFORE=$(qhca_dmesg_lines)
 GID=$(for g in /sys/class/infiniband/qhca0/ports/1/gids/*; do
 	grep -q '0000:0000:0000:0000:0000:ffff' "$g" && basename "$g" && break
 done)
