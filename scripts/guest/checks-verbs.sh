@@ -11,11 +11,7 @@
 # run-verbs.sh (Soft-RoCE runs, scripts/test.d/rxe). On guests other than 1
 # and 2 it does nothing.
 # shellcheck disable=SC2016 # commands are evaluated on each guest
-# shellcheck source=scripts/guest/pair.sh
-. "$(qhca_helper pair.sh)"
-
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# verbs: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 [ -e "/sys/class/infiniband/$PAIR_DEV" ] ||
 	echo "# verbs: this guest has no $PAIR_DEV: every verbs check fails (the device checks say why)"
@@ -88,14 +84,7 @@ if [ -x /qhca/qhca-place ]; then
 fi
 
 # --- perftest: 1 byte, 64 KiB, 1 MiB; with and without rdma_cm --------------------------------
-for _t in ib_send_bw ib_write_bw ib_read_bw; do
-	perf $_t 1 20
-	perf $_t 65536 10
-	perf $_t 1048576 5
-	perf $_t 1 20 R
-	perf $_t 1048576 5 R
-done
-for _t in ib_send_lat ib_write_lat ib_read_lat; do
+for _t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat; do
 	perf $_t 1 20
 	perf $_t 65536 10
 	perf $_t 1048576 5

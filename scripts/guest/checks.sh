@@ -161,7 +161,8 @@ c_ping() {
 	return 1
 }
 
-echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peer ${QHCA_PEER_IP:-none}"
+# pair.sh, for the verbs checks (checks-verbs.sh); says who this guest is
+qhca_pair_start
 [ -s /run/qhca-init-problems ] && echo "# init problems: $(cat /run/qhca-init-problems)"
 
 check "qhca.ko loaded" c_module

@@ -171,13 +171,33 @@ qhca_helper() {
 	if [ -f "/qhca/$1" ]; then echo "/qhca/$1"; else echo "/usr/lib/qhca/$1"; fi
 }
 
-# qhca_pair_start: source pair.sh (QHCA_HELPERS: the directory it came
-# from) and say who this guest is
-qhca_pair_start() {
+# qhca_pair_load: source pair.sh (the pair checks), once; QHCA_HELPERS is
+# the directory it came from. Its work directory $PAIR_DIR is made.
+qhca_pair_load() {
+	[ -n "${QHCA_HELPERS:-}" ] && return 0
 	QHCA_HELPERS=$(dirname "$(qhca_helper pair.sh)")
 	# shellcheck source=scripts/guest/pair.sh
 	. "$QHCA_HELPERS/pair.sh"
-	echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+	mkdir -p "$PAIR_DIR"
+}
+
+# qhca_pair_start [--dev] [--mailbox]: the start of a run script that runs
+# pair checks. Loads pair.sh and says who this guest is (the first time),
+# then, in the order given: --dev sets up the RDMA device (pair_setup_dev:
+# qhca0, or rxe0 with qguest.rxe; PAIR_DEV, PAIR_GIDX), --mailbox starts
+# this guest's mailbox (pair_start_mailbox; stop it with pair_stop_mailbox)
+qhca_pair_start() {
+	if [ -z "${QHCA_HELPERS:-}" ]; then
+		qhca_pair_load
+		echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peers ${QHCA_PEERS:-none}"
+	fi
+	for _ps in "$@"; do
+		case $_ps in
+		--dev) pair_setup_dev ;;
+		--mailbox) pair_start_mailbox ;;
+		*) echo "qhca_pair_start: unknown option $_ps" >&2; return 2 ;;
+		esac
+	done
 }
 
 # --- the qhca device ----------------------------------------------------------------

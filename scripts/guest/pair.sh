@@ -48,12 +48,46 @@ PAIR_READY_TIMEOUT=${PAIR_READY_TIMEOUT:-40}
 
 # --- device ------------------------------------------------------------------------
 
-# pair_gid_index DEV IP: the index of DEV port 1's RoCE v2 GID ::ffff:IP
+# pair_gid_text ADDR: the GID of the address ADDR as sysfs writes it (eight
+# groups of four hex digits): an IPv6 address (full or with "::") as it
+# is, an IPv4 address as its IPv4-mapped ::ffff:A.B.C.D
+pair_gid_text() {
+	case $1 in
+	*:*) ;;
+	*)
+		echo "$1" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4 }'
+		return ;;
+	esac
+	case $1 in
+	*::*) _l=${1%%::*} _r=${1#*::} ;;
+	*) _l=$1 _r= ;;
+	esac
+	_old=$IFS
+	IFS=:
+	_nl=0
+	_nr=0
+	for _x in $_l; do _nl=$((_nl + 1)); done
+	for _x in $_r; do _nr=$((_nr + 1)); done
+	_out=
+	for _x in $_l; do _out="$_out$(printf '%04x' $((0x$_x))):"; done
+	_z=$((8 - _nl - _nr))
+	while [ $_z -gt 0 ]; do
+		_out="${_out}0000:"
+		_z=$((_z - 1))
+	done
+	for _x in $_r; do _out="$_out$(printf '%04x' $((0x$_x))):"; done
+	IFS=$_old
+	echo "${_out%:}"
+}
+
+# pair_gid_index DEV ADDR: the index of DEV port 1's RoCE v2 GID that is
+# the IPv4 or IPv6 address ADDR (pair_gid_text)
 pair_gid_index() {
-	_hex=$(echo "$2" | awk -F. '{ printf "%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+	[ -n "$2" ] || return 1
+	_want=$(pair_gid_text "$2")
 	for _g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
 		_i=${_g##*/}
-		[ "$(cat "$_g" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$_hex" ] || continue
+		[ "$(cat "$_g" 2>/dev/null)" = "$_want" ] || continue
 		case $(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$_i" 2>/dev/null) in
 		"RoCE v2") echo "$_i"; return 0 ;;
 		esac
@@ -289,6 +323,28 @@ pair_test_once() {
 }
 
 pair_ip() { echo "${QHCA_IP%.*}.$1"; }
+
+# --- two guests, two devices ------------------------------------------------------------------
+
+# pair_peer_devs: tell the peer (the other guest of two) which RDMA device
+# this guest uses and learn the peer's; sets D1 and D2, guest 1's and
+# guest 2's ("?" for the peer's if it did not say within 120 s)
+pair_peer_devs() {
+	pair_send "$QHCA_PEER_IP" devname DEV "$PAIR_DEV"
+	PEER_DEV=$(pair_wait "$QHCA_PEER_IP" devname DEV 120 | cut -d' ' -f2)
+	if [ "$QHCA_ID" = 1 ]; then D1=$PAIR_DEV D2=${PEER_DEV:-?}; else D1=${PEER_DEV:-?} D2=$PAIR_DEV; fi
+}
+
+# pair_both FN: FN S C twice, guest 1 serving guest 2 (S=1 C=2), then
+# guest 2 serving guest 1, with SRV_DEV and CLI_DEV the server's and the
+# client's device (pair_peer_devs first)
+# shellcheck disable=SC2034 # SRV_DEV, CLI_DEV: read by FN
+pair_both() {
+	SRV_DEV=$D1 CLI_DEV=$D2
+	"$1" 1 2
+	SRV_DEV=$D2 CLI_DEV=$D1
+	"$1" 2 1
+}
 
 # pair_verify: VERIFY on this side's output (exit 0 programs only); on a
 # failure MY_RC becomes 98, so that the peer fails the check too

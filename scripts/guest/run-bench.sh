@@ -22,9 +22,7 @@
 # kernel command line (qbench.sizes=1,4096,... qbench.iters=N
 # qbench.tests=ib_write_bw,...), as before.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# bench: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 echo "# bench: $PAIR_DEV $(ibv_devinfo -d "$PAIR_DEV" 2>/dev/null | grep -E 'active_mtu' | tr -s ' \t' ' ')"
 echo "# bench: eth0 mtu $(cat /sys/class/net/eth0/mtu 2>/dev/null)"

@@ -4,9 +4,7 @@
 # between guest 1 (server) and guest 2 (client). Prints the usual check
 # lines and, for the summary, "# result: ..." lines.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# demo: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 PP_SIZE=${DEMO_PP_SIZE:-65536}
 PP_ITERS=${DEMO_PP_ITERS:-100}

@@ -6,58 +6,51 @@
 # runs twice: qhca serving the rxe client, then rxe serving the qhca client.
 # With --rxe 1,2 (Soft-RoCE on both) the same script validates the harness.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# interop: this guest uses $PAIR_DEV (RoCE v2 GID index $PAIR_GIDX)"
 # the device each guest uses, for the check names
-pair_send "$QHCA_PEER_IP" devname DEV "$PAIR_DEV"
-PEER_DEV=$(pair_wait "$QHCA_PEER_IP" devname DEV 120 | cut -d' ' -f2)
-if [ "$QHCA_ID" = 1 ]; then D1=$PAIR_DEV D2=${PEER_DEV:-?}; else D1=${PEER_DEV:-?} D2=$PAIR_DEV; fi
+pair_peer_devs
 
 port=18800
-# both S C: guest S serves, guest C connects
-both() {
-	for _sc in "1 2" "2 1"; do
-		# shellcheck disable=SC2086 # two numbers
-		set -- $_sc
-		port=$((port + 1))
-		if [ "$1" = 1 ]; then _sd=$D1 _cd=$D2; else _sd=$D2 _cd=$D1; fi
-		_l="$_sd server, $_cd client"
-		_o="-d \$PAIR_DEV -i 1 -p $port"
-		case $T in
-		pingpong | uc_pingpong)
-			_p=ibv_rc_pingpong
-			[ "$T" = uc_pingpong ] && _p=ibv_uc_pingpong
-			pcheck "$_p -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
-				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c" \
-				"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c \$SRV" v_pingpong ;;
-		place)
-			# ATOMIC WRITE (IBA 1.5): guest-driver/tools/qhca-place.c.
-			# -F: no FLUSH, whose ICRC Soft-RoCE computes its own way
-			# (docs/verbs.md); the main part runs FLUSH qhca to qhca
-			pcheck "qhca-place -F: WRITE, ATOMIC WRITE ($_l)" "$1" "$2" 90 "tcp:$port" \
-				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port" \
-				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F \$SRV" v_place ;;
-		place_mw)
-			# a type 2 window of the server's, written through by the
-			# client; -B: Soft-RoCE does not keep writes within a
-			# window (only within its MR), so past its end is not tried
-			_b=; case $_sd in rxe*) _b=" -B" ;; esac
-			pcheck "qhca-place -F -M$_b: memory window ($_l)" "$1" "$2" 90 "tcp:$port" \
-				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -M$_b" \
-				"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F -M$_b \$SRV" v_place ;;
-		rping)
-			pcheck "rping -C 10 -S 4096 -V ($_l)" "$1" "$2" 90 "cm:$port" \
-				"rping -s -a \$SRV -p $port -C 10 -S 4096 -V" \
-				"rping -c -a \$SRV -p $port -C 10 -S 4096 -V -v" \
-				"v_rping 10" ;;
-		*)
-			pcheck "$T $(echo "$A" | sed 's/-x \$PAIR_GIDX //') ($_l)" "$1" "$2" 120 "$R:$port" \
-				"$T $_o -F $A" "$T $_o -F $A \$SRV" "v_perf $S" ;;
-		esac
-	done
+# one S C: the check $T with guest S serving, guest C connecting
+one() {
+	port=$((port + 1))
+	_l="$SRV_DEV server, $CLI_DEV client"
+	_o="-d \$PAIR_DEV -i 1 -p $port"
+	case $T in
+	pingpong | uc_pingpong)
+		_p=ibv_rc_pingpong
+		[ "$T" = uc_pingpong ] && _p=ibv_uc_pingpong
+		pcheck "$_p -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
+			"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c" \
+			"$_p $_o -g \$PAIR_GIDX -s 65536 -n 10 -c \$SRV" v_pingpong ;;
+	place)
+		# ATOMIC WRITE (IBA 1.5): guest-driver/tools/qhca-place.c.
+		# -F: no FLUSH, whose ICRC Soft-RoCE computes its own way
+		# (docs/verbs.md); the main part runs FLUSH qhca to qhca
+		pcheck "qhca-place -F: WRITE, ATOMIC WRITE ($_l)" "$1" "$2" 90 "tcp:$port" \
+			"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port" \
+			"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F \$SRV" v_place ;;
+	place_mw)
+		# a type 2 window of the server's, written through by the
+		# client; -B: Soft-RoCE does not keep writes within a
+		# window (only within its MR), so past its end is not tried
+		_b=; case $SRV_DEV in rxe*) _b=" -B" ;; esac
+		pcheck "qhca-place -F -M$_b: memory window ($_l)" "$1" "$2" 90 "tcp:$port" \
+			"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -M$_b" \
+			"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $port -F -M$_b \$SRV" v_place ;;
+	rping)
+		pcheck "rping -C 10 -S 4096 -V ($_l)" "$1" "$2" 90 "cm:$port" \
+			"rping -s -a \$SRV -p $port -C 10 -S 4096 -V" \
+			"rping -c -a \$SRV -p $port -C 10 -S 4096 -V -v" \
+			"v_rping 10" ;;
+	*)
+		pcheck "$T $(echo "$A" | sed 's/-x \$PAIR_GIDX //') ($_l)" "$1" "$2" 120 "$R:$port" \
+			"$T $_o -F $A" "$T $_o -F $A \$SRV" "v_perf $S" ;;
+	esac
 }
+# both: the check $T both ways
+both() { pair_both one; }
 # READ and atomics: -o 16 on both sides. Without it perftest's initiator
 # asks for the responder's outstanding-read limit as its own max_rd_atomic
 # (rxe offers 128, qhca 16), which qhca's modify-QP-to-RTS rightly refuses

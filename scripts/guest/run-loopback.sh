@@ -6,9 +6,7 @@
 # (add --rxe all for Soft-RoCE). Helpers are taken from /qhca/ when the
 # launcher added them there (--add), else from the image's /usr/lib/qhca/.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-mkdir -p "$PAIR_DIR"
+qhca_pair_start --dev
 echo "# guest $QHCA_ID $QHCA_IP: loopback on $PAIR_DEV"
 # shellcheck source=scripts/guest/loopback.sh
 . "$(qhca_helper loopback.sh)"

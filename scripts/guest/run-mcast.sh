@@ -17,8 +17,7 @@
 # weak on one segment, where the IP network's frames count too); guest 2
 # gets all. Last, no kernel warnings.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
+qhca_pair_start --dev
 DMESG0=$(qhca_dmesg_lines)
 GROUP=239.1.2.3
 MCAST_COUNT=${MCAST_COUNT:-20}

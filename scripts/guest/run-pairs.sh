@@ -5,9 +5,7 @@
 # connects): ibv_rc_pingpong with validation and rping (rdma_cm). Each
 # guest reports the checks it takes part in.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# pairs: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 port=18900
 step=0

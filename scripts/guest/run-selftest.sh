@@ -6,8 +6,7 @@
 # Every check here asserts that an inner pair check FAILED (or passed) as
 # it must and that it took no longer than it should.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_start_mailbox
+qhca_pair_start --mailbox
 PAIR_READY_TIMEOUT=8
 
 # expect NAME WANT(ok|fail) MAX_SECONDS READY SRV_CMD CLI_CMD [VERIFY]

@@ -5,9 +5,7 @@
 # both atomics at once). The host then runs scripts/pcap-check on the
 # capture.
 . /usr/lib/qhca/lib.sh
-qhca_pair_start
-pair_setup_dev
-pair_start_mailbox
+qhca_pair_start --dev --mailbox
 echo "# wire: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
 pcheck "wire traffic: send/write/read 16 KiB, CMP_SWAP, FETCH_ADD (5 perftests at once)" \
 	1 2 180 tcp:18701,18702,18703,18704,18705 \

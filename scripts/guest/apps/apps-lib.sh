@@ -12,8 +12,7 @@
 # failure, and every program runs with a deadline (apps_run), so a hang
 # fails a check instead of the run.
 . /usr/lib/qhca/lib.sh
-# shellcheck source=scripts/guest/pair.sh
-. /qhca/pair.sh
+qhca_pair_load
 
 APPS_DIR=/tmp/apps
 mkdir -p "$APPS_DIR"
@@ -75,8 +74,7 @@ apps_wait() {
 # apps_start: the mailbox, the RDMA device (qhca0, or rxe0 with
 # qguest.rxe), and /etc/hosts names for both guests
 apps_start() {
-	pair_start_mailbox
-	pair_setup_dev
+	qhca_pair_start --mailbox --dev
 	grep -q ' guest1$' /etc/hosts || printf '%s\tguest1\n%s\tguest2\n' "$APPS_SRV" "$APPS_CLI" >>/etc/hosts
 	echo "# guest $QHCA_ID ($QHCA_ROLE) $QHCA_IP, peer $APPS_PEER, device $PAIR_DEV (GID index $PAIR_GIDX)"
 	if [ ! -e "/sys/class/infiniband/$PAIR_DEV" ]; then

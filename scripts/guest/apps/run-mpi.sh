@@ -37,6 +37,7 @@ v_ucx() {
 	[ "$ROLE" = server ] && return 0
 	grep -q 'Final:' "$OUT" || { echo "no 'Final:' line"; return 1; }
 	grep -q "$PAIR_DEV:1" "$OUT" || { echo "the protocol table does not name $PAIR_DEV:1"; grep -E '^\[|\|' "$OUT" | head -n 12; return 1; }
+	# shellcheck disable=SC2154 # _name: the pair check's (pair.sh)
 	pair_note "$_name: $(grep 'Final:' "$OUT" | tr -s ' ')"
 	return 0
 }
