@@ -43,39 +43,36 @@ def installed(name):
     return r.returncode == 0 and b"ok installed" in r.stdout
 
 
+def apt_repo(suite_matches):
+    """The repository URI of this machine's first apt index of component
+    "main" whose suite SUITE_MATCHES(suite) accepts (apt-get indextargets),
+    without a trailing slash; "" when there is none."""
+    r = subprocess.run(["apt-get", "indextargets", "--format",
+                        "$(REPO_URI) $(RELEASE) $(COMPONENT)"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+    for line in r.stdout.decode("utf-8", "replace").splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == "main" and suite_matches(f[1]):
+            return f[0].rstrip("/")
+    return ""
+
+
 def debian_mirror():
     """The Debian mirror this machine's apt uses (the repository of its
     first Debian "main" index), e.g. http://deb.debian.org/debian, without
     a trailing slash. QHCA_DEBIAN_MIRROR overrides; deb.debian.org when apt
     names no Debian repository."""
-    m = os.environ.get("QHCA_DEBIAN_MIRROR", "")
-    if not m:
-        r = subprocess.run(["apt-get", "indextargets", "--format",
-                            "$(REPO_URI) $(RELEASE) $(COMPONENT)"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
-        for line in r.stdout.decode("utf-8", "replace").splitlines():
-            f = line.split()
-            if len(f) >= 3 and f[2] == "main" and DEBIAN_SUITE.fullmatch(f[1]):
-                m = f[0]
-                break
+    m = os.environ.get("QHCA_DEBIAN_MIRROR", "") or apt_repo(DEBIAN_SUITE.fullmatch)
     return (m or "http://deb.debian.org/debian").rstrip("/")
 
 
 def debian_security_mirror():
     """The Debian security archive this machine's apt uses (the repository
     of its first "SUITE-security main" index), without a trailing slash.
-    QHCA_DEBIAN_SECURITY_MIRROR overrides; security.debian.org's
-    deb.debian.org alias when apt names none."""
-    m = os.environ.get("QHCA_DEBIAN_SECURITY_MIRROR", "")
-    if not m:
-        r = subprocess.run(["apt-get", "indextargets", "--format",
-                            "$(REPO_URI) $(RELEASE) $(COMPONENT)"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
-        for line in r.stdout.decode("utf-8", "replace").splitlines():
-            f = line.split()
-            if len(f) >= 3 and f[2] == "main" and f[1].endswith("-security"):
-                m = f[0]
-                break
+    QHCA_DEBIAN_SECURITY_MIRROR overrides; deb.debian.org's debian-security
+    when apt names none."""
+    m = (os.environ.get("QHCA_DEBIAN_SECURITY_MIRROR", "") or
+         apt_repo(lambda suite: suite.endswith("-security")))
     return (m or "http://deb.debian.org/debian-security").rstrip("/")
 
 
