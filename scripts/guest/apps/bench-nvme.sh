@@ -42,14 +42,16 @@ else
 			for c in $CASES; do
 				name=${c%%:*} rw=$(echo "$c" | cut -d: -f2) bs=${c##*:}
 				OUT=$APPS_DIR/fio-$name-$r.out
+				why= kib0=$(nvme_kib)
 				if apps_run "$OUT" $((SECONDS_ + 120)) \
-					"fio --minimal --name=$name --filename=$DEV --ioengine=libaio --direct=1 --iodepth=32 --rw=$rw --bs=$bs --size=256m --time_based --runtime=$SECONDS_"; then
+					"fio --minimal --name=$name --filename=$DEV --ioengine=libaio --direct=1 --iodepth=32 --rw=$rw --bs=$bs --size=256m --time_based --runtime=$SECONDS_" &&
+					why=$(fio_reached "$kib0" "$OUT"); then
 					case $rw in
 					*read*) awk -F';' -v n="$name" -v r="$r" 'NF > 50 { print "fio-result", n, r, $7, $8 }' "$OUT" ;;
 					*) awk -F';' -v n="$name" -v r="$r" 'NF > 50 { print "fio-result", n, r, $48, $49 }' "$OUT" ;;
 					esac
 				else
-					echo "fio-failed $name $r exit $RC: $(tail -n 3 "$OUT" | tr '\n' ' ')"
+					echo "fio-failed $name $r exit $RC: ${why:-$(tail -n 3 "$OUT" | tr '\n' ' ')}"
 				fi
 			done
 			r=$((r + 1))

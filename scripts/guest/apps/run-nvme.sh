@@ -159,11 +159,36 @@ host_stay_live() {
 
 CONNECT="nvme connect -t rdma -a $APPS_SRV -s $PORT -n $NQN --ctrl-loss-tmo 30 --reconnect-delay 2"
 
-# the namespace's block device (the only NVMe disk of this guest)
+# the namespace's block device (the only NVMe disk of this guest). With
+# native multipath (nvme_core's default) /sys/block also lists the hidden
+# path device nvmeXcYnZ, which has no device node: fio given that name
+# would create a plain file in /dev and never reach the target
 host_dev() {
 	for _b in /sys/block/nvme*n1; do
-		[ -e "$_b" ] && { echo "/dev/${_b##*/}"; return 0; }
+		case ${_b##*/} in nvme*c*) continue ;; esac
+		[ -b "/dev/${_b##*/}" ] && { echo "/dev/${_b##*/}"; return 0; }
 	done
+	return 1
+}
+
+# KiB read and written so far on the NVMe namespace, counted by the block
+# layer: on its path devices when multipath puts a head in front of them
+# (the head's own counters depend on the kernel), else on the namespace
+nvme_kib() {
+	_p=$(ls -d /sys/block/nvme*c*n1 2>/dev/null) || _p=$(ls -d /sys/block/nvme*n1)
+	for _b in $_p; do cat "$_b/stat"; done | awk '{ s += $3 + $7 } END { print int(s / 2) }'
+}
+
+# fio_reached KIB0 OUT: the I/O fio reports in OUT (--minimal, every job:
+# KiB read + written) reached the namespace since nvme_kib said KIB0
+fio_reached() {
+	_moved=$(($(nvme_kib) - $1))
+	_fio=$(awk -F';' 'NF > 50 { s += $6 + $47 } END { print s + 0 }' "$2")
+	if [ "$_fio" -gt 0 ] && [ "$_moved" -ge "$_fio" ]; then
+		echo "the namespace moved $_moved KiB, fio $_fio KiB"
+		return 0
+	fi
+	echo "fio's I/O did not reach the NVMe namespace: fio $_fio KiB, the namespace $_moved KiB"
 	return 1
 }
 
@@ -238,9 +263,10 @@ run_host() {
 	if host_connect "first"; then
 		DEV=$(host_dev)
 		fio_job "$APPS_DIR/fio1.job" "$FIO_SECONDS" "$DEV"
+		kib0=$(nvme_kib)
 		apps_check "nvme: host: fio ${FIO_SECONDS}s, 4 jobs, 4k-128k seq+rand writes, iodepth 32, verify=crc32c" \
-			$((FIO_SECONDS + 240)) "fio --minimal $APPS_DIR/fio1.job" "$FIO_VERIFY" &&
-			apps_note "fio: $(fio_summary "$OUT")"
+			$((FIO_SECONDS + 240)) "fio --minimal $APPS_DIR/fio1.job" "$FIO_VERIFY"' && fio_reached '"$kib0"' "$OUT"' &&
+			apps_note "fio: $(fio_summary "$OUT"); $(fio_reached "$kib0" "$OUT")"
 		cp "$OUT" "$APPS_DIR/fio1.out" 2>/dev/null
 		apps_check "nvme: host: disconnect: controller, block device and rdma_cm ids gone" 60 \
 			"nvme disconnect -n $NQN; i=0; while [ \$i -lt 50 ] && { ls /sys/class/nvme/ | grep -q nvme || [ -n \"\$(apps_cm_ids)\" ]; }; do sleep 0.2; i=\$((i + 1)); done; ls /sys/class/nvme/; apps_cm_ids" \
@@ -254,6 +280,7 @@ run_host() {
 		fio_job "$APPS_DIR/fio2.job" 45 "$DEV"
 		pair_mark_dmesg
 		dm0=$(qhca_dmesg_lines)
+		kib0=$(nvme_kib)
 		pair_spawn "$APPS_DIR/fio2.out" "fio --minimal $APPS_DIR/fio2.job"
 		fpid=$PAIR_PID
 		sleep 10
@@ -261,9 +288,9 @@ run_host() {
 		back=$(apps_wait PORT-BACK 120) || back=
 		pair_reap "$fpid" $(($(qhca_now) + 45 + 240))
 		OUT=$APPS_DIR/fio2.out
-		if [ "$PAIR_RC" = 0 ] && v=$(eval "$FIO_VERIFY" 2>&1); then
+		if [ "$PAIR_RC" = 0 ] && v=$(eval "$FIO_VERIFY" 2>&1) && v=$(fio_reached "$kib0" "$OUT"); then
 			ok "nvme: host: fio with verify across the target's port removal: no I/O or verify error"
-			apps_note "fio: $(fio_summary "$OUT")"
+			apps_note "fio: $(fio_summary "$OUT"); $v"
 		else
 			not_ok "nvme: host: fio with verify across the target's port removal: no I/O or verify error" \
 				"fio exit $PAIR_RC; $v" "$(grep -v '^ *$' "$OUT" | tail -n 12)" "$(pair_new_dmesg 15)"
