@@ -838,3 +838,19 @@ void hx_pair_destroy(HxPair *p)
         g_free(p->dev[i].ram);
     }
 }
+
+HxPair *hx_pair_new(HxDev **a, HxDev **b)
+{
+    HxPair *p = g_new0(HxPair, 1);
+
+    hx_pair_init(p);
+    *a = &p->dev[0];
+    *b = &p->dev[1];
+    return p;
+}
+
+void hx_pair_free(HxPair *p)
+{
+    hx_pair_destroy(p);
+    g_free(p);
+}

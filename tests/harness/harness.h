@@ -236,6 +236,10 @@ void hx_pair_init(HxPair *p);
 void hx_pair_reset(HxPair *p);
 void hx_pair_cleanup(HxPair *p);
 void hx_pair_destroy(HxPair *p);
+/* A new pair on the heap, initialised, its two devices in *A and *B; free
+ * it with hx_pair_free() */
+HxPair *hx_pair_new(HxDev **a, HxDev **b);
+void hx_pair_free(HxPair *p);
 
 /* Findings */
 void hx_finding(HxPair *p, HxFinding f, const char *fmt, ...)

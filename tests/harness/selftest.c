@@ -39,18 +39,14 @@ typedef struct Fx {
 
 static void fx_setup(Fx *f, gconstpointer data)
 {
-    f->p = g_new0(HxPair, 1);
-    hx_pair_init(f->p);
-    f->a = &f->p->dev[0];
-    f->b = &f->p->dev[1];
+    f->p = hx_pair_new(&f->a, &f->b);
     f->quiet = false;
     f->all_ok = true;
 }
 
 static void fx_teardown(Fx *f, gconstpointer data)
 {
-    hx_pair_destroy(f->p);
-    g_free(f->p);
+    hx_pair_free(f->p);
 }
 
 /* A named check: "# ok - NAME" or "# not ok - NAME" (failing the case) */

@@ -31,10 +31,7 @@ typedef struct Fx {
 
 static void fx_setup(Fx *f, gconstpointer data)
 {
-    f->p = g_new0(HxPair, 1);
-    hx_pair_init(f->p);
-    f->a = &f->p->dev[0];
-    f->b = &f->p->dev[1];
+    f->p = hx_pair_new(&f->a, &f->b);
     g_assert_true(hx_pair_setup(f->p));
 }
 
@@ -46,8 +43,7 @@ static void fx_teardown(Fx *f, gconstpointer data)
     for (i = 0; i < HX_FIND_COUNT; i++) {
         g_assert_cmpuint(f->p->findings[i], ==, 0);
     }
-    hx_pair_destroy(f->p);
-    g_free(f->p);
+    hx_pair_free(f->p);
 }
 
 static HxQp *rc(HxDev *d)
