@@ -84,7 +84,7 @@ class DistroGuest:
                 "-nodefaults", "-no-reboot",
                 "-kernel", os.path.join(self.img_dir, "vmlinuz"),
                 "-initrd", os.path.join(self.img_dir, "initrd.img"),
-                "-append", "console=ttyS0,115200 root=/dev/vda rw panic=-1",
+                "-append", "console=ttyS0,115200 root=/dev/vda rw panic=-1 no_timer_check",
                 "-drive", f"file={self.disk},if=virtio,format=raw,cache=unsafe"]
         if self.pkg_disk:
             args += ["-drive", f"file={self.pkg_disk},if=virtio,format=raw,readonly=on"]
