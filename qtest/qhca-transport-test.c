@@ -3886,6 +3886,23 @@ static uint8_t rdma_via(End *a, const Mr *ma, uint64_t wr_id, bool write,
 
 #define MW_RW   (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_READ)
 
+/*
+ * A window of @type in @e's PD (its allocated key in *@mw) bound by WQE 1
+ * as the next variant of that key to [off, off + len) of @m with MW_RW,
+ * the bind completed: the key it answers to now
+ */
+static uint32_t mw_alloc_bound(End *e, uint8_t type, const Mr *m,
+                               uint64_t off, uint64_t len, uint32_t *mw)
+{
+    uint32_t key;
+
+    *mw = mw_alloc(e->d, e->pdn, type);
+    key = next_key(*mw);
+    mw_bind(e, 1, *mw, key, m, off, len, MW_RW);
+    expect_cqe(e, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+    return key;
+}
+
 static void test_mw_type1(void)
 {
     Pair p;
@@ -3901,10 +3918,7 @@ static void test_mw_type1(void)
     /* no remote rights of its own: only the windows give them */
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE |
                 QHCA_ACCESS_MW_BIND, 0x8000);
-    mw = mw_alloc(&p.b, b.pdn, QHCA_MW_TYPE_1);
-    k1 = next_key(mw);
-    mw_bind(&b, 1, mw, k1, &mb, 256, 512, MW_RW);
-    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+    k1 = mw_alloc_bound(&b, QHCA_MW_TYPE_1, &mb, 256, 512, &mw);
 
     fill(out, sizeof(out), 11);
     mr_io(&p.a, &ma, 0, out, sizeof(out), true);
@@ -3969,10 +3983,7 @@ static void test_mw_type2(void)
     ma2 = mr_reg(&p.a, a2.pdn, 256, QHCA_ACCESS_LOCAL_WRITE, 0x3000);
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE |
                 QHCA_ACCESS_MW_BIND, 0x8000);
-    mw = mw_alloc(&p.b, b.pdn, QHCA_MW_TYPE_2);
-    k1 = next_key(mw);
-    mw_bind(&b, 1, mw, k1, &mb, 0, 4096, MW_RW);
-    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+    k1 = mw_alloc_bound(&b, QHCA_MW_TYPE_2, &mb, 0, 4096, &mw);
     g_assert_cmpuint(rdma_via(&a, &ma, 2, true, mb.iova + 8, k1, 16), ==,
                      QHCA_CQE_SUCCESS);
     /* LOCAL_INV unbinds it, and it binds again */
@@ -4026,10 +4037,7 @@ static void test_mw_qp_destroyed(void)
     rc_pair(&p, &a, &b, NULL, false);
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE |
                 QHCA_ACCESS_MW_BIND, 0x8000);
-    mw = mw_alloc(&p.b, b.pdn, QHCA_MW_TYPE_2);
-    k1 = next_key(mw);
-    mw_bind(&b, 1, mw, k1, &mb, 0, 4096, MW_RW);
-    expect_cqe(&b, 1, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+    k1 = mw_alloc_bound(&b, QHCA_MW_TYPE_2, &mb, 0, 4096, &mw);
     old_qpn = b.qpn;
     g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_DESTROY_QP, b.qpn), ==,
                     QHCA_CMD_OK);

@@ -59,6 +59,21 @@ static bool check(Fx *f, bool ok, const char *name)
     return unit_check(ok, "%s", name);
 }
 
+/*
+ * @a posts RDMA @op @wr_id on @qa: @len bytes at @local of its MR, to or
+ * from @remote of @peer's MR (@peer is @a for loopback)
+ */
+static void rdma(HxDev *a, HxQp *qa, uint8_t op, uint64_t wr_id,
+                 uint64_t local, HxDev *peer, uint64_t remote, uint32_t len)
+{
+    struct qhca_send_wqe w = hx_wqe(op, wr_id);
+    struct qhca_sge s = hx_sge(&a->drv.mr, local, len);
+
+    w.rdma.remote_addr = cpu_to_le64(peer->drv.mr.iova + remote);
+    w.rdma.rkey = cpu_to_le32(peer->drv.mr.key);
+    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+}
+
 static void fill(HxDev *d, uint64_t addr, uint32_t len, uint32_t seed)
 {
     uint32_t i;
@@ -208,19 +223,13 @@ static bool round_of_transfers(Fx *f)
 
     /* RDMA WRITE of 64 KiB, READ of it back */
     fill(a, a->drv.mr.mem + 0x10000, 0x10000, 2);
-    w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xa2);
-    w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
-    w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
-    s = hx_sge(&a->drv.mr, 0x10000, 0x10000);
-    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    rdma(a, qa, QHCA_WQE_RDMA_WRITE, 0xa2, 0x10000, b, 0x20000,
+         0x10000);
     check(f, cqe_is(a, qa, 0xa2, QHCA_CQE_SUCCESS) &&
           same(a, a->drv.mr.mem + 0x10000, b,
                b->drv.mr.mem + 0x20000, 0x10000), "rdma write");
-    w = hx_wqe(QHCA_WQE_RDMA_READ, 0xa3);
-    w.rdma.remote_addr = cpu_to_le64(b->drv.mr.iova + 0x20000);
-    w.rdma.rkey = cpu_to_le32(b->drv.mr.key);
-    s = hx_sge(&a->drv.mr, 0x40000, 0x10000);
-    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    rdma(a, qa, QHCA_WQE_RDMA_READ, 0xa3, 0x40000, b, 0x20000,
+         0x10000);
     check(f, cqe_is(a, qa, 0xa3, QHCA_CQE_SUCCESS) &&
           same(a, a->drv.mr.mem + 0x40000, b,
                b->drv.mr.mem + 0x20000, 0x10000), "rdma read");
@@ -299,16 +308,10 @@ static bool round_of_transfers(Fx *f)
           same(a, a->drv.mr.mem + 0x90000, a, a->drv.mr.mem + 0xa0000,
                3000), "loopback send/recv");
     fill(a, a->drv.mr.mem + 0x100000, 0x10000, 4);
-    w = hx_wqe(QHCA_WQE_RDMA_WRITE, 0xc3);
-    w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
-    w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
-    s = hx_sge(&a->drv.mr, 0x100000, 0x10000);
-    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
-    w = hx_wqe(QHCA_WQE_RDMA_READ, 0xc4);
-    w.rdma.remote_addr = cpu_to_le64(a->drv.mr.iova + 0x120000);
-    w.rdma.rkey = cpu_to_le32(a->drv.mr.key);
-    s = hx_sge(&a->drv.mr, 0x140000, 0x10000);
-    hx_post_send(a, qa, &w, &s, 1, NULL, 0, true);
+    rdma(a, qa, QHCA_WQE_RDMA_WRITE, 0xc3, 0x100000, a, 0x120000,
+         0x10000);
+    rdma(a, qa, QHCA_WQE_RDMA_READ, 0xc4, 0x140000, a, 0x120000,
+         0x10000);
     check(f, cqe_is(a, qa, 0xc3, QHCA_CQE_SUCCESS) &&
           cqe_is(a, qa, 0xc4, QHCA_CQE_SUCCESS) &&
           same(a, a->drv.mr.mem + 0x100000, a,
