@@ -35,8 +35,7 @@ static bool sq_consume(QhcaCore *c, QhcaQp *qp)
         uint64_t addr, wr_id = 0;
 
         if (qhca_ring_entry_addr(&qp->sq, qp->sq.ci, &addr)) {
-            c->ops->dma_read(c->opaque,
-                             addr + offsetof(struct qhca_send_wqe, wr_id),
+            qhca_op_dma_read(c, addr + offsetof(struct qhca_send_wqe, wr_id),
                              &wr_id, sizeof(wr_id));
         }
         cqe.wr_id = wr_id;

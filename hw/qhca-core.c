@@ -37,13 +37,13 @@ void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val)
 
 static bool dma_read(QhcaCore *c, uint64_t addr, void *buf, uint64_t len)
 {
-    return c->ops->dma_read(c->opaque, addr, buf, len);
+    return qhca_op_dma_read(c, addr, buf, len);
 }
 
 static bool dma_write(QhcaCore *c, uint64_t addr, const void *buf,
                       uint64_t len)
 {
-    return c->ops->dma_write(c->opaque, addr, buf, len);
+    return qhca_op_dma_write(c, addr, buf, len);
 }
 
 /*
@@ -242,7 +242,7 @@ static void qhca_eq_post(QhcaCore *c, uint32_t eqn, uint8_t type,
     if (eq->armed) {
         eq->armed = false;
         trace_qhca_irq(eq->vector);
-        c->ops->irq(c->opaque, eq->vector);
+        qhca_op_irq(c, eq->vector);
     }
 }
 
@@ -272,7 +272,7 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj)
     if (c->aeq_armed) {
         c->aeq_armed = false;
         trace_qhca_irq(QHCA_MSIX_VEC_ASYNC);
-        c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+        qhca_op_irq(c, QHCA_MSIX_VEC_ASYNC);
     }
 }
 
@@ -597,9 +597,17 @@ QhcaMr *qhca_rkey_check(QhcaCore *c, uint32_t key, uint32_t pdn, uint32_t qpn,
         trace_qhca_err_key(key, addr, len, "out of the window's bounds");
         return NULL;
     }
-    /* the window's MR as it is now (its rights were checked at the bind) */
+    /*
+     * The window's MR as it is now: invalidated and fast-registered again
+     * under the same key since the bind, it may grant less than it did
+     * then.  It must allow binding, and local write for a window with
+     * remote write or atomic rights, at every access (as at the bind).
+     */
     return mr_entry_check(LOOKUP(c, mr, mw->mw_mr_key >> QHCA_KEY_INDEX_SHIFT),
-                          mw->mw_mr_key, pdn, 0, addr, len, false);
+                          mw->mw_mr_key, pdn, QHCA_ACCESS_MW_BIND |
+                          (mw->access & (QHCA_ACCESS_REMOTE_WRITE |
+                                         QHCA_ACCESS_REMOTE_ATOMIC) ?
+                           QHCA_ACCESS_LOCAL_WRITE : 0), addr, len, false);
 }
 
 /* Copy between @buf and [addr, addr + len) of @mr, already bounds-checked */
@@ -1192,7 +1200,7 @@ static int cmd_resize_cq(QhcaCore *c, QhcaCmdCtx *x)
     trace_qhca_resize_cq(le32_to_cpu(p->cqn), 1u << nr.log_depth, n);
     x->result = n;
     /* QPs that waited for room in the CQ may go on */
-    c->ops->schedule(c->opaque);
+    qhca_op_schedule(c);
     return QHCA_CMD_OK;
 }
 
@@ -2048,7 +2056,7 @@ static void qhca_cmdq_run(QhcaCore *c)
     uint32_t depth = 1u << c->cmdq_log_depth;
     uint32_t cdepth = 1u << c->cmdcq_log_depth;
 
-    while (c->cmdq_ci != c->cmdq_pi &&
+    while (c->cmdq_ci != c->cmdq_pi && !c->halted &&
            !(c->status & QHCA_STATUS_FATAL) &&
            (uint16_t)(c->cmdcq_pi - c->cmdcq_ci) < cdepth) {
         struct qhca_cmd cmd;
@@ -2094,18 +2102,18 @@ static void qhca_cmdq_run(QhcaCore *c)
         if (c->cmdcq_armed) {
             c->cmdcq_armed = false;
             trace_qhca_irq(QHCA_MSIX_VEC_ASYNC);
-            c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+            qhca_op_irq(c, QHCA_MSIX_VEC_ASYNC);
         }
     }
 }
 
 static bool qhca_rx_run(QhcaCore *c, unsigned budget, unsigned loop_budget);
 
-void qhca_core_run(QhcaCore *c)
+static void core_run(QhcaCore *c)
 {
     bool more;
 
-    if (!(c->status & QHCA_STATUS_READY)) {
+    if (!(c->status & QHCA_STATUS_READY) || c->halted) {
         return;
     }
     c->run_tx_frames = 0;
@@ -2118,7 +2126,7 @@ void qhca_core_run(QhcaCore *c)
     more = qhca_rx_run(c, 256, QHCA_RUN_LOOP_FRAMES);
     more |= qhca_qp_engine_run(c);
     if (more) {
-        c->ops->schedule(c->opaque);
+        qhca_op_schedule(c);
     }
 }
 
@@ -2129,10 +2137,10 @@ void qhca_core_run(QhcaCore *c)
  * runs where an interrupt or DMA aimed at the device itself could reset it
  * under the engine's feet.
  */
-void qhca_core_timer(QhcaCore *c)
+static void core_timer(QhcaCore *c)
 {
     c->timer_due = true;
-    c->ops->schedule(c->opaque);
+    qhca_op_schedule(c);
 }
 
 typedef struct QhcaRxFrame {
@@ -2181,7 +2189,7 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
     memcpy(f->data, frame, len);
     g_queue_push_tail(q, f);
     *bytes += len;
-    c->ops->schedule(c->opaque);
+    qhca_op_schedule(c);
 }
 
 /*
@@ -2190,7 +2198,7 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
  * be delivered to a peer in the same QEMU synchronously, and that peer's
  * answer must not re-enter this device's engine.
  */
-void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
+static void core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
 {
     if (len >= 12 && !memcmp(frame + 6, c->mac, 6)) {
         /*
@@ -2219,7 +2227,7 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
  * (queued or dropped); the glue still puts it on the wire (see
  * docs/hardware.md).
  */
-bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
+static bool core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
 {
     uint8_t dgid[16];
 
@@ -2271,7 +2279,7 @@ static void qhca_rx_one(QhcaCore *c, GQueue *q, uint32_t *bytes)
 static bool qhca_rx_run(QhcaCore *c, unsigned budget, unsigned loop_budget)
 {
     loop_budget = MIN(loop_budget, g_queue_get_length(&c->loopq));
-    while (budget || loop_budget) {
+    while ((budget || loop_budget) && !c->halted) {
         bool any = false;
 
         if (loop_budget && !g_queue_is_empty(&c->loopq)) {
@@ -2300,7 +2308,7 @@ static bool qhca_rx_run(QhcaCore *c, unsigned budget, unsigned loop_budget)
     return !g_queue_is_empty(&c->rxq) || !g_queue_is_empty(&c->loopq);
 }
 
-void qhca_core_link_changed(QhcaCore *c)
+static void core_link_changed(QhcaCore *c)
 {
     bool up = c->ops->link_up(c->opaque);
 
@@ -2341,8 +2349,11 @@ static void qhca_rxq_clear(QhcaCore *c)
     c->loopq_bytes = 0;
 }
 
-void qhca_core_reset(QhcaCore *c)
+/* The reset itself: every object freed, every register cleared */
+static void core_reset_now(QhcaCore *c)
 {
+    c->halted = false;
+    c->reset_pending = false;
     qhca_free_all(c);
     qhca_rxq_clear(c);
     c->ctrl = 0;
@@ -2382,8 +2393,84 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
     c->window_bytes = QHCA_WINDOW_DEFAULT;
 }
 
+/*
+ * A reset or an unplug can be asked for while device code runs: an
+ * interrupt or a DMA write of the device reaches a bridge's Secondary Bus
+ * Reset, a slot's power control or another device that resets this one,
+ * synchronously, inside the device's own doorbell, bottom half or receive
+ * path, while that code holds QPs, CQs and rings.  Every entry point of the
+ * core counts itself in @busy; a reset asked for while @busy halts the core
+ * (it calls none of its ops again: no DMA, interrupt or frame) and is done
+ * by the outermost entry point just before it returns, when nothing of the
+ * device holds an object any more.  docs/security.md argues why this covers
+ * every path.
+ */
+static bool core_enter(QhcaCore *c)
+{
+    if (c->stopped) {
+        return false;
+    }
+    c->busy++;
+    return true;
+}
+
+static void core_leave(QhcaCore *c)
+{
+    assert(c->busy);
+    if (c->busy == 1 && c->reset_pending && !c->stopped) {
+        trace_qhca_reset_deferred_done();
+        core_reset_now(c);
+    }
+    c->busy--;
+}
+
+/*
+ * A reset asked for with @own of the core's entry points on the stack
+ * being the asker itself (CTRL.RESET: the register write, which holds
+ * nothing); more than that, and it waits for them
+ */
+static void core_reset_request(QhcaCore *c, uint32_t own)
+{
+    if (c->stopped) {
+        return;
+    }
+    if (c->busy > own) {
+        trace_qhca_reset_deferred(c->busy);
+        c->halted = true;
+        c->reset_pending = true;
+        c->status &= ~QHCA_STATUS_READY;
+        return;
+    }
+    core_reset_now(c);
+}
+
+void qhca_core_reset(QhcaCore *c)
+{
+    core_reset_request(c, 0);
+}
+
+bool qhca_core_busy(const QhcaCore *c)
+{
+    return c->busy != 0;
+}
+
+/*
+ * Unrealize while device code runs: the core does nothing from now on, and
+ * the glue calls qhca_core_cleanup() once qhca_core_busy() is false
+ */
+void qhca_core_stop(QhcaCore *c)
+{
+    trace_qhca_stop(c->busy);
+    c->halted = true;
+    c->stopped = true;
+    c->status = 0;
+}
+
 void qhca_core_cleanup(QhcaCore *c)
 {
+    assert(!c->busy);
+    c->halted = true;
+    c->stopped = true;
     qhca_free_all(c);
     qhca_rxq_clear(c);
 }
@@ -2391,7 +2478,7 @@ void qhca_core_cleanup(QhcaCore *c)
 static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
 {
     if (val & QHCA_CTRL_RESET) {
-        qhca_core_reset(c);
+        core_reset_request(c, 1);
         return;
     }
     if (val & ~QHCA_CTRL_ENABLE) {
@@ -2525,7 +2612,7 @@ static void set_hi(uint64_t *reg, uint32_t val)
     *reg = (*reg & 0xffffffffULL) | ((uint64_t)val << 32);
 }
 
-void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
+static void core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
 {
     QhcaQueueRegs q;
     unsigned field;
@@ -2604,7 +2691,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
             if (eq->ring.pi != ci) {
                 eq->armed = false;
                 trace_qhca_irq(eq->vector);
-                c->ops->irq(c->opaque, eq->vector);
+                qhca_op_irq(c, eq->vector);
             }
         }
         return;
@@ -2617,7 +2704,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
             return;
         }
         c->cmdq_pi = pi;
-        c->ops->schedule(c->opaque);
+        qhca_op_schedule(c);
         return;
     }
     case QHCA_DB_CMDCQ: {
@@ -2632,11 +2719,11 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
             c->cmdcq_armed = true;
             if (c->cmdcq_pi != ci) {
                 c->cmdcq_armed = false;
-                c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+                qhca_op_irq(c, QHCA_MSIX_VEC_ASYNC);
             }
         }
         /* Room for completions again: continue with queued commands */
-        c->ops->schedule(c->opaque);
+        qhca_op_schedule(c);
         return;
     }
     case QHCA_DB_AEQ: {
@@ -2651,7 +2738,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
             c->aeq_armed = true;
             if (c->aeq_pi != ci) {
                 c->aeq_armed = false;
-                c->ops->irq(c->opaque, QHCA_MSIX_VEC_ASYNC);
+                qhca_op_irq(c, QHCA_MSIX_VEC_ASYNC);
             }
         }
         return;
@@ -2660,8 +2747,8 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
     QHCA_GUEST_UB(c, write_undefined_doorbell, off);
 }
 
-void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
-                        uint32_t val)
+static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
+                          uint32_t val)
 {
     trace_qhca_doorbell(page, off, val);
     if (!(c->status & QHCA_STATUS_READY)) {
@@ -2701,7 +2788,7 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
             return;
         }
         srq->ring.pi = pi;
-        c->ops->schedule(c->opaque);
+        qhca_op_schedule(c);
         return;
     }
     case QHCA_DB_CQ_CI:
@@ -2715,4 +2802,68 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         return;
     }
     qhca_db_kernel(c, off, val);
+}
+
+/*
+ * The entry points: each counts itself in c->busy (see core_enter())
+ */
+
+void qhca_core_run(QhcaCore *c)
+{
+    if (core_enter(c)) {
+        core_run(c);
+        core_leave(c);
+    }
+}
+
+void qhca_core_timer(QhcaCore *c)
+{
+    if (core_enter(c)) {
+        core_timer(c);
+        core_leave(c);
+    }
+}
+
+void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    if (core_enter(c)) {
+        core_receive(c, frame, len);
+        core_leave(c);
+    }
+}
+
+bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    bool ours = false;
+
+    if (core_enter(c)) {
+        ours = core_loopback(c, frame, len);
+        core_leave(c);
+    }
+    return ours;
+}
+
+void qhca_core_link_changed(QhcaCore *c)
+{
+    if (core_enter(c)) {
+        core_link_changed(c);
+        core_leave(c);
+    }
+}
+
+void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
+{
+    if (core_enter(c)) {
+        core_reg_write(c, addr, val);
+        core_leave(c);
+    }
+}
+
+void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
+                        uint32_t val)
+{
+    if (core_enter(c)) {
+        core_db_write(c, page, off, val);
+        core_leave(c);
+    }
 }

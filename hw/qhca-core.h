@@ -275,12 +275,27 @@ struct QhcaCore {
     uint64_t stat_timeouts;
     uint64_t stat_retry_exceeded;
     uint64_t stat_rnr_retry_exceeded;
+
+    /*
+     * Teardown asked for while device code runs (docs/security.md, "The
+     * device never tears itself down under its own feet"): @busy counts
+     * the core's entry points on the stack; a reset asked for meanwhile
+     * halts the core at once and is done when the outermost entry point
+     * returns; an unplug stops it for good (qhca_core_stop()).  A halted
+     * core calls out through none of its ops (qhca_op_*()).
+     */
+    uint32_t busy;
+    bool halted;
+    bool reset_pending;
+    bool stopped;
 };
 
 void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
                     const uint8_t *mac);
 void qhca_core_reset(QhcaCore *c);
 void qhca_core_cleanup(QhcaCore *c);
+bool qhca_core_busy(const QhcaCore *c);
+void qhca_core_stop(QhcaCore *c);
 uint32_t qhca_core_reg_read(QhcaCore *c, uint64_t addr);
 void qhca_core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val);
 void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
@@ -307,6 +322,50 @@ void qhca_core_link_changed(QhcaCore *c);
     } while (0)
 
 void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val);
+
+/*
+ * The device logic reaches the bus, the interrupt controller and the wire
+ * only through these.  A halted core (see QhcaCore.busy) reaches nothing:
+ * a read fails, a write, an interrupt or a frame goes nowhere, as with a
+ * device held in reset; what it does next cannot reach another device
+ * that could tear it down again.
+ */
+static inline bool qhca_op_dma_read(QhcaCore *c, uint64_t addr, void *buf,
+                                    uint64_t len)
+{
+    if (c->halted) {
+        memset(buf, 0, len);
+        return false;
+    }
+    return c->ops->dma_read(c->opaque, addr, buf, len);
+}
+
+static inline bool qhca_op_dma_write(QhcaCore *c, uint64_t addr,
+                                     const void *buf, uint64_t len)
+{
+    return c->halted || c->ops->dma_write(c->opaque, addr, buf, len);
+}
+
+static inline void qhca_op_irq(QhcaCore *c, unsigned vector)
+{
+    if (!c->halted) {
+        c->ops->irq(c->opaque, vector);
+    }
+}
+
+static inline void qhca_op_tx(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    if (!c->halted) {
+        c->ops->tx(c->opaque, frame, len);
+    }
+}
+
+static inline void qhca_op_schedule(QhcaCore *c)
+{
+    if (!c->halted) {
+        c->ops->schedule(c->opaque);
+    }
+}
 bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr);
 bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe);
 void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj);

@@ -149,18 +149,19 @@ void qhca_frame_send(QhcaCore *c, const QhcaRoceHdr *h, size_t len)
     c->run_tx_frames++;
     c->run_tx_bytes += flen;
     trace_qhca_tx_pkt(h->dest_qp, h->opcode, h->psn, len);
-    c->ops->tx(c->opaque, c->txbuf, flen);
+    qhca_op_tx(c, c->txbuf, flen);
 }
 
 /*
  * Frames this run of the bottom half may still send (all QPs together):
  * one event, whatever the guest or the wire asked for, sends at most
  * QHCA_RUN_TX_FRAMES frames or QHCA_RUN_TX_BYTES bytes; the rest waits for
- * the next run.
+ * the next run.  A halted core (a reset on its way) sends nothing more: the
+ * loops that send stop at their next check.
  */
 unsigned qhca_tx_room(QhcaCore *c)
 {
-    if (c->run_tx_frames >= QHCA_RUN_TX_FRAMES ||
+    if (c->halted || c->run_tx_frames >= QHCA_RUN_TX_FRAMES ||
         c->run_tx_bytes >= QHCA_RUN_TX_BYTES) {
         return 0;
     }
@@ -241,7 +242,7 @@ static void core_timer_update(QhcaCore *c)
             min = qp->eng->deadline;
         }
     }
-    if (min != c->timer_deadline) {
+    if (min != c->timer_deadline && !c->halted) {
         c->timer_deadline = min;
         c->ops->timer_mod(c->opaque, min);
     }
@@ -367,8 +368,8 @@ static void mcast_receive(QhcaCore *c, const QhcaRocePkt *pkt,
         why = "multicast to a QPN other than 0xFFFFFF";
     } else if (memcmp(frame, mac, 6)) {
         why = "multicast MAC not the group's";
-    } else if (qhca_roce_gid_is_mcast(sgid)) {
-        why = "multicast source address";
+    } else if (!qhca_roce_gid_is_unicast(sgid)) {
+        why = "source address not unicast";
     } else if (!g) {
         why = "no QP attached to the group";
     } else {
@@ -668,7 +669,7 @@ static bool flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
         uint64_t addr, wr_id = 0;
 
         if (qhca_ring_entry_addr(r, r->ci, &addr)) {
-            c->ops->dma_read(c->opaque, addr + (sq ?
+            qhca_op_dma_read(c, addr + (sq ?
                              offsetof(struct qhca_send_wqe, wr_id) :
                              offsetof(struct qhca_recv_wqe, wr_id)),
                              &wr_id, sizeof(wr_id));
@@ -681,7 +682,7 @@ static bool flush_ring(QhcaCore *c, QhcaQp *qp, QhcaRing *r, uint16_t pi,
 
             /* the opcode tells software which queue wqe_index is in */
             if (qhca_ring_entry_addr(r, r->ci, &addr)) {
-                c->ops->dma_read(c->opaque, addr, &op, 1);
+                qhca_op_dma_read(c, addr, &op, 1);
             }
             cqe.opcode = qhca_cqe_opcode(op);
         }

@@ -29,7 +29,7 @@ bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
                    struct qhca_send_wqe *w, uint64_t *addr)
 {
     return qhca_ring_entry_addr(&qp->sq, idx, addr) &&
-           c->ops->dma_read(c->opaque, *addr, w, sizeof(*w));
+           qhca_op_dma_read(c, *addr, w, sizeof(*w));
 }
 
 static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
@@ -92,7 +92,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         QHCA_GUEST_ERROR(c, wqe_too_many_sges, w->num_sge);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
-    if (w->num_sge && !c->ops->dma_read(c->opaque, addr +
+    if (w->num_sge && !qhca_op_dma_read(c, addr +
                                         QHCA_SEND_WQE_HDR_SIZE, sge,
                                         w->num_sge * sizeof(*sge))) {
         return QHCA_CQE_LOC_QP_OP_ERR;
@@ -155,7 +155,7 @@ static uint64_t wqe_fingerprint(QhcaCore *c, const struct qhca_send_wqe *w,
         uint32_t il = le32_to_cpu(w->inline_len);
 
         if (il > sizeof(data) ||
-            !c->ops->dma_read(c->opaque, addr + QHCA_SEND_WQE_HDR_SIZE,
+            !qhca_op_dma_read(c, addr + QHCA_SEND_WQE_HDR_SIZE,
                               data, il)) {
             return 0;
         }
@@ -203,7 +203,7 @@ static int gather(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         if (off > il || n > il - off) {
             return SGE_LEN;
         }
-        return c->ops->dma_read(c->opaque, addr + QHCA_SEND_WQE_HDR_SIZE + off,
+        return qhca_op_dma_read(c, addr + QHCA_SEND_WQE_HDR_SIZE + off,
                                 dst, n) ? SGE_OK : SGE_PROT;
     }
     return qhca_sge_copy(c, qp->pdn, sge, w->num_sge, off, dst, n, false);
@@ -528,7 +528,7 @@ static bool req_more_to_send(QhcaCore *c, QhcaQp *qp)
     if (next == qp->eng->sq_pi || !qhca_ring_entry_addr(&qp->sq, next, &addr)) {
         return false;
     }
-    c->ops->dma_read(c->opaque, addr + offsetof(struct qhca_send_wqe, opcode),
+    qhca_op_dma_read(c, addr + offsetof(struct qhca_send_wqe, opcode),
                      &op, 1);
     return !is_local_op(op);
 }

@@ -70,11 +70,11 @@ static bool take_recv(QhcaCore *c, QhcaQp *qp)
     max = MIN(QHCA_MAX_SGE, ((1u << r->log_stride) - QHCA_RECV_WQE_HDR_SIZE) /
                             sizeof(struct qhca_sge));
     if (!qhca_ring_entry_addr(r, r->ci, &addr) ||
-        !c->ops->dma_read(c->opaque, addr, &w, sizeof(w))) {
+        !qhca_op_dma_read(c, addr, &w, sizeof(w))) {
         QHCA_GUEST_ERROR(c, receive_wqe_cannot_read, r->ci);
         e->recv_error = true;
     } else if (w.num_sge > max ||
-               !c->ops->dma_read(c->opaque, addr + QHCA_RECV_WQE_HDR_SIZE,
+               !qhca_op_dma_read(c, addr + QHCA_RECV_WQE_HDR_SIZE,
                                  e->recv_sge,
                                  w.num_sge * sizeof(struct qhca_sge))) {
         /* its error completion still names it */

@@ -702,6 +702,18 @@ bool qhca_roce_gid_is_mcast(const uint8_t *gid)
     return gid[0] == 0xff;                      /* ff00::/8 */
 }
 
+bool qhca_roce_gid_is_unicast(const uint8_t *gid)
+{
+    if (qhca_roce_gid_is_ipv4(gid)) {
+        /*
+         * Not 0.0.0.0/8 (this host), 127.0.0.0/8 (loopback), 224.0.0.0/4
+         * (multicast) or 240.0.0.0/4 (reserved, and the broadcast address)
+         */
+        return gid[12] != 0 && gid[12] != 127 && gid[12] < 0xe0;
+    }
+    return qhca_roce_ip6_unicast(gid);
+}
+
 void qhca_roce_mcast_mac(const uint8_t *gid, uint8_t *mac)
 {
     if (qhca_roce_gid_is_ipv4(gid)) {

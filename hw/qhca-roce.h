@@ -379,6 +379,11 @@ bool qhca_roce_set_gids(QhcaRoceHdr *h, const uint8_t *sgid,
  * 224.0.0.0/4
  */
 bool qhca_roce_gid_is_mcast(const uint8_t *gid);
+/*
+ * A GID a frame may come from: a unicast address an interface can have
+ * (IPv4-mapped: not 0/8, 127/8, 224/4 or 240/4; IPv6: not ::, ::1, ff00::/8)
+ */
+bool qhca_roce_gid_is_unicast(const uint8_t *gid);
 /* The Ethernet multicast MAC of a multicast GID (RFC 1112, RFC 2464) */
 void qhca_roce_mcast_mac(const uint8_t *gid, uint8_t *mac);
 /*

@@ -370,14 +370,45 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     s->core.drop_rng = s->conf.macaddr.a[5] + 1;
 }
 
-static void qhca_exit(PCIDevice *pdev)
+/* What unrealize frees of the device logic and its timer, BH and NIC */
+static void qhca_free_engine(QhcaState *s)
 {
-    QhcaState *s = QHCA(pdev);
-
     qhca_core_cleanup(&s->core);
     timer_free(s->timer);
     qemu_bh_delete(s->bh);
     qemu_del_nic(s->nic);
+}
+
+static void qhca_exit_deferred(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    qhca_free_engine(s);
+    object_unref(OBJECT(s));
+}
+
+static void qhca_exit(PCIDevice *pdev)
+{
+    QhcaState *s = QHCA(pdev);
+
+    if (qhca_core_busy(&s->core)) {
+        /*
+         * Unplugged from inside device code: an interrupt or DMA write of
+         * ours reached a slot's power control (docs/security.md).  The
+         * core is stopped now and calls out no more; what it holds, the
+         * timer, the bottom half and the NIC (whose receive callback may
+         * be on the stack) are freed from a bottom half of the main loop,
+         * which keeps the device object alive until then.
+         */
+        trace_qhca_unrealize_deferred();
+        qhca_core_stop(&s->core);
+        timer_del(s->timer);
+        object_ref(OBJECT(s));
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), qhca_exit_deferred,
+                                s);
+    } else {
+        qhca_free_engine(s);
+    }
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);

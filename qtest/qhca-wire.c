@@ -117,32 +117,51 @@ const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
 
 const char *pair_dev_props = "";
 
-/*
- * Put device B behind a PCIe root port: give the port its bus numbers and
- * a memory window above everything mapped so far, and let it forward DMA.
- */
-static int pair_root_port(Pair *p)
+/* Give bridge @br a 64 MiB memory window at the bus's next free address */
+static void bridge_window(QPCIBus *bus, QPCIDevice *br)
 {
-    QPCIDevice *port = qpci_device_find(p->qs->pcibus, PAIR_PORT_DEVFN);
-    QPCIBus *bus = p->qs->pcibus;
     uint64_t base = ROUND_UP(bus->mmio_alloc_ptr, 1 << 20);
 
-    g_assert_nonnull(port);
-    g_assert_cmpint(qpci_secondary_buses_init(bus), ==, 1);
-    bus->mmio_alloc_ptr = base;
-    qpci_config_writew(port, PCI_MEMORY_BASE, base >> 16);
-    qpci_config_writew(port, PCI_MEMORY_LIMIT,
+    qpci_config_writew(br, PCI_MEMORY_BASE, base >> 16);
+    qpci_config_writew(br, PCI_MEMORY_LIMIT,
                        ((base + (64 << 20)) >> 16) - 0x10);
-    qpci_device_enable(port);
-    p->port = port;
-    /* bus 1, device 0 */
-    return QPCI_DEVFN(1 << 5, 0);
+    qpci_device_enable(br);
 }
 
-void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port)
+/*
+ * Put device B behind a PCIe root port, or behind a switch (an upstream
+ * and a downstream port) on that root port: give the ports their bus
+ * numbers and nested memory windows above everything mapped so far, and
+ * let them forward DMA.  B's BARs are mapped from p->b_mmio.
+ */
+static int pair_bridges(Pair *p, PairTopo topo)
+{
+    QPCIBus *bus = p->qs->pcibus;
+    QPCIDevice *port = qpci_device_find(bus, PAIR_PORT_DEVFN);
+
+    g_assert_nonnull(port);
+    g_assert_cmpint(qpci_secondary_buses_init(bus),
+                    ==, topo == PAIR_B_SWITCH ? 3 : 1);
+    bus->mmio_alloc_ptr = ROUND_UP(bus->mmio_alloc_ptr, 1 << 20);
+    bridge_window(bus, port);
+    p->port = port;
+    if (topo == PAIR_B_SWITCH) {
+        p->up = qpci_device_find(bus, PAIR_UP_DEVFN);
+        p->down = qpci_device_find(bus, PAIR_DOWN_DEVFN);
+        g_assert_nonnull(p->up);
+        g_assert_nonnull(p->down);
+        bridge_window(bus, p->up);
+        bridge_window(bus, p->down);
+    }
+    p->b_mmio = bus->mmio_alloc_ptr;
+    return topo == PAIR_B_SWITCH ? PAIR_B_SWITCH_DEVFN : PAIR_B_PORT_DEVFN;
+}
+
+void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
 {
     g_autofree char *dump = NULL;
     const char *pcap;
+    const char *b_bus;
     int sa[2], sb[2];
     int i;
 
@@ -155,18 +174,30 @@ void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port)
         dump = g_strdup_printf("-object filter-dump,id=fa,netdev=na,file=%s",
                                pcap);
     }
+    switch (topo) {
+    case PAIR_B_PORT:
+        b_bus = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+                "-device pcie-root-port,id=rp0,chassis=1,addr=06.0 "
+                "-device qhca,id=qb,bus=rp0";
+        break;
+    case PAIR_B_SWITCH:
+        b_bus = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+                "-device pcie-root-port,id=rp0,chassis=1,addr=06.0 "
+                "-device x3130-upstream,id=up0,bus=rp0 "
+                "-device xio3130-downstream,id=dp0,bus=up0,chassis=2,slot=0 "
+                "-device qhca,id=qb,bus=dp0";
+        break;
+    default:
+        b_bus = "-device qhca,id=qb,addr=05.0";
+        break;
+    }
     p->qs = qtest_pc_boot("-machine q35 -nodefaults -m %dM "
                           "-netdev socket,id=na,fd=%d "
                           "-device qhca,id=qa,addr=04.0,netdev=na,"
-                          "mac=52:54:00:00:00:0a%s %s "
+                          "mac=52:54:00:00:00:0a%s "
                           "-netdev socket,id=nb,fd=%d "
-                          "-device qhca,id=qb,%s,netdev=nb,"
-                          "mac=52:54:00:00:00:0b%s %s",
-                          RAM_SIZE_MB, sa[1], pair_dev_props,
-                          b_on_port ? "-global ICH9-LPC.acpi-pci-hotplug-"
-                          "with-bridge-support=off -device pcie-root-port,"
-                          "id=rp0,chassis=1,addr=06.0" : "",
-                          sb[1], b_on_port ? "bus=rp0" : "addr=05.0",
+                          "%s,netdev=nb,mac=52:54:00:00:00:0b%s %s",
+                          RAM_SIZE_MB, sa[1], pair_dev_props, sb[1], b_bus,
                           pair_dev_props, dump ? dump : "");
     close(sa[1]);
     close(sb[1]);
@@ -178,12 +209,18 @@ void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port)
         p->w.last[i] = g_byte_array_new();
     }
     qhca_init(&p->a, p->qs->pcibus, QPCI_DEVFN(4, 0), &p->qs->alloc);
-    qhca_init(&p->b, p->qs->pcibus,
-              b_on_port ? pair_root_port(p) : QPCI_DEVFN(5, 0), &p->qs->alloc);
+    p->b_devfn = topo == PAIR_B_DIRECT ? QPCI_DEVFN(5, 0) :
+                 pair_bridges(p, topo);
+    qhca_init(&p->b, p->qs->pcibus, p->b_devfn, &p->qs->alloc);
     p->a.idle = p->b.idle = wire_pump;
     qhca_enable(&p->a);
     qhca_enable(&p->b);
     cur_wire = &p->w;
+}
+
+void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port)
+{
+    pair_start_topo(p, policy, b_on_port ? PAIR_B_PORT : PAIR_B_DIRECT);
 }
 
 void pair_start(Pair *p, WirePolicy policy)
@@ -210,6 +247,8 @@ void pair_stop(Pair *p)
         g_byte_array_unref(p->w.held);
     }
     g_free(p->port);
+    g_free(p->up);
+    g_free(p->down);
     qtest_shutdown(p->qs);
 }
 
@@ -638,21 +677,51 @@ void settle(Pair *p, int steps)
     }
 }
 
-/* Aim MSI-X vector @vec of @d at its own register @reg, data @val */
-void msix_aim_at_self(QQhca *d, unsigned vec, uint32_t reg,
-                      uint32_t val)
+/* Aim MSI-X vector @vec of @d at guest-physical @addr, data @val */
+void msix_aim(QQhca *d, unsigned vec, uint64_t addr, uint32_t val)
 {
     QPCIDevice *dev = &d->dev;
     uint64_t off = dev->msix_table_off + vec * PCI_MSIX_ENTRY_SIZE;
-    uint64_t target = d->reg.addr + reg;
 
-    qpci_msix_enable(dev);
+    if (!dev->msix_enabled) {
+        qpci_msix_enable(dev);
+    }
     qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_LOWER_ADDR,
-                   target);
+                   addr);
     qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_UPPER_ADDR,
-                   target >> 32);
+                   addr >> 32);
     qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_DATA, val);
     qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_VECTOR_CTRL,
                    0);
 }
 
+/* Aim MSI-X vector @vec of @d at its own register @reg, data @val */
+void msix_aim_at_self(QQhca *d, unsigned vec, uint32_t reg,
+                      uint32_t val)
+{
+    msix_aim(d, vec, d->reg.addr + reg, val);
+}
+
+/*
+ * Turn on q35's ECAM (MMCONFIG) window at its usual address, as firmware
+ * does: PCIEXBAR in the host bridge's configuration space, 256 buses
+ */
+uint64_t ecam_enable(Pair *p)
+{
+    QPCIDevice *host = qpci_device_find(p->qs->pcibus, QPCI_DEVFN(0, 0));
+
+    g_assert_nonnull(host);
+    qpci_config_writel(host, PAIR_PCIEXBAR + 4, 0);
+    qpci_config_writel(host, PAIR_PCIEXBAR, PAIR_ECAM_BASE | 1);
+    /* the window answers: the host bridge's IDs through it */
+    g_assert_cmphex(qtest_readl(p->qs->qts, PAIR_ECAM_BASE), ==,
+                    qpci_config_readl(host, PCI_VENDOR_ID));
+    g_free(host);
+    return PAIR_ECAM_BASE;
+}
+
+/* The ECAM address of register @reg of the function at libqos @devfn */
+uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg)
+{
+    return PAIR_ECAM_BASE + ((uint64_t)dev->devfn << 12) + reg;
+}

@@ -24,6 +24,14 @@
 #define IP_EVIL         0x06060606      /* 6.6.6.6: on no QP's path */
 #define FIRST_PSN       0xfffff0        /* rc_connect_one(): both ways */
 #define PAIR_PORT_DEVFN QPCI_DEVFN(6, 0) /* pair_start_ex(): B's root port */
+/* pair_start_topo(): behind the root port, bus 1; with a switch, 3 */
+#define PAIR_B_PORT_DEVFN   QPCI_DEVFN(1 << 5, 0)
+#define PAIR_UP_DEVFN       QPCI_DEVFN(1 << 5, 0)
+#define PAIR_DOWN_DEVFN     QPCI_DEVFN(2 << 5, 0)
+#define PAIR_B_SWITCH_DEVFN QPCI_DEVFN(3 << 5, 0)
+/* q35's ECAM window as firmware places it (ecam_enable()) */
+#define PAIR_PCIEXBAR       0x60
+#define PAIR_ECAM_BASE      0xb0000000ULL
 
 #define ALL_ACCESS  (QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE | \
                      QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_ATOMIC)
@@ -82,10 +90,20 @@ typedef struct ConnOpts {
     bool psn_zero;              /* PSNs from 0, not FIRST_PSN (wrapping) */
 } ConnOpts;
 
+/* Where device B sits */
+typedef enum PairTopo {
+    PAIR_B_DIRECT,              /* on the root bus, 05.0 */
+    PAIR_B_PORT,                /* behind root port rp0 */
+    PAIR_B_SWITCH,              /* rp0, upstream port up0, downstream dp0 */
+} PairTopo;
+
 typedef struct Pair {
     QOSState *qs;
     QQhca a, b;
     QPCIDevice *port;           /* B's root port, if B is behind one */
+    QPCIDevice *up, *down;      /* the switch's ports (PAIR_B_SWITCH) */
+    int b_devfn;
+    uint64_t b_mmio;            /* where B's BARs are mapped from */
     Wire w;
 } Pair;
 
@@ -101,6 +119,7 @@ extern const char *pair_dev_props;
  * (id "rp0", at PAIR_PORT_DEVFN, native PCIe hotplug) and can be unplugged.
  */
 void pair_start_ex(Pair *p, WirePolicy policy, bool b_on_port);
+void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo);
 void pair_start(Pair *p, WirePolicy policy);
 void pair_stop(Pair *p);
 
@@ -145,7 +164,11 @@ void inject(Pair *p, int to, const QhcaRoceHdr *h, const void *payload,
 QhcaRoceHdr hdr_from(const End *from, const End *to, uint8_t opcode,
                      uint32_t psn);
 void settle(Pair *p, int steps);
+void msix_aim(QQhca *d, unsigned vec, uint64_t addr, uint32_t val);
 void msix_aim_at_self(QQhca *d, unsigned vec, uint32_t reg,
                       uint32_t val);
+/* Turn q35's ECAM window on; its base */
+uint64_t ecam_enable(Pair *p);
+uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg);
 
 #endif
