@@ -39,14 +39,19 @@ def read(path):
 def constants():
     """QHCA_* numbers from the hardware contract and the wire header."""
     out = {}
-    for path in ('include/qhca_hw.h', 'hw/qhca-roce.h'):
+    for path in ('include/qhca_hw.h', 'hw/qhca-roce.h',
+                 'tests/harness/harness.h'):
         text = read(path)
         for m in re.finditer(r'^\s*(QHCA_\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)',
                              text, re.M):
             out[m.group(1)] = int(m.group(2), 0)
-        for m in re.finditer(r'^#define\s+(QHCA_\w+)\s+\(?(0x[0-9a-fA-F]+|\d+)'
-                             r'u?\)?\s*(?:/\*.*)?$', text, re.M):
+        for m in re.finditer(r'^#define\s+((?:QHCA|HX_PORT)_\w+)\s+\(?'
+                             r'(0x[0-9a-fA-F]+|\d+)(?:u|ULL)?\)?\s*'
+                             r'(?:/\*.*)?$', text, re.M):
             out.setdefault(m.group(1), int(m.group(2), 0))
+        for m in re.finditer(r'^#define\s+(HX_PORT_\w+)\s+\((0x[0-9a-fA-F]+)u'
+                             r' << (\d+)\)', text, re.M):
+            out.setdefault(m.group(1), int(m.group(2), 0) << int(m.group(3)))
         for m in re.finditer(r'^#define\s+(QHCA_\w+)\s+\(1u << (\d+)\)',
                              text, re.M):
             out.setdefault(m.group(1), 1 << int(m.group(2)))
@@ -1526,6 +1531,20 @@ def uaf_timer_msix_reset():
     return i.op('ADVANCE', exp=24).settle(10)
 
 
+def uaf_bus_reset_msix(unplug):
+    """5 (issue 20): A's UD SEND completes inside A's SQ doorbell and raises
+    vector 1, which the guest aimed at the root port's Secondary Bus Reset
+    (or its slot's power-off): the reset (or unplug) freed every object
+    while the doorbell's completion path still used them."""
+    i = Input()
+    off, data = ((H['HX_PORT_SLTCTL'], H['HX_PORT_SLTCTL_OFF']) if unplug
+                 else (H['HX_PORT_BRCTL'], H['HX_PORT_BRCTL_SBR']))
+    i.op('MSIX', dev=A, vector=1, kind=4, off=off, data=data)
+    i.op('POLL', dev=A, max=0, arm=1 | 4)
+    i.send(A, UD, 'QHCA_WQE_SEND', 0x1, [sge(0, 64)])
+    return i.settle(10)
+
+
 def read_flood():
     """2: one READ request for all of a 4 MiB MR at MTU 256, then a newer
     request: every response is sent in one run of the bottom half."""
@@ -1571,6 +1590,8 @@ def wqe_rewrite_leak():
 
 REGRESSIONS = {
     'uaf-timer-msix-reset': uaf_timer_msix_reset,
+    'uaf-bus-reset-msix': lambda: uaf_bus_reset_msix(False),
+    'uaf-slot-power-off-msix': lambda: uaf_bus_reset_msix(True),
     'read-flood-budget': read_flood,
     'bh-spin-window-full': bh_spin,
     'wqe-rewrite-inline-leak': wqe_rewrite_leak,
@@ -1595,6 +1616,14 @@ def dictionary():
             data=H['QHCA_CTRL_RESET']))
     add('msix1_db_cmdq', Input().op('MSIX', dev=A, vector=1, kind=2,
                                     off=H['QHCA_DB_CMDQ'], data=1))
+    for v in (0, 1):
+        for dev, tag in ((A, ''), (B, '_b')):
+            add('msix%d_port_bus_reset%s' % (v, tag), Input().op(
+                'MSIX', dev=dev, vector=v, kind=4, off=H['HX_PORT_BRCTL'],
+                data=H['HX_PORT_BRCTL_SBR']))
+            add('msix%d_port_power_off%s' % (v, tag), Input().op(
+                'MSIX', dev=dev, vector=v, kind=4, off=H['HX_PORT_SLTCTL'],
+                data=H['HX_PORT_SLTCTL_OFF']))
     for k in range(3):
         add('reset%d' % k, Input().op('RESET', dev=A, kind=k))
         add('reset%d_b' % k, Input().op('RESET', dev=B, kind=k))

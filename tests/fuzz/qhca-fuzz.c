@@ -87,10 +87,15 @@
  *                  frames are counted in both directions together)
  *   15 RESET       kind % 3: CTRL.RESET; a system reset; CTRL.RESET and
  *                  the driver's whole setup again, reconnected to the peer
- *   16 MSIX        vector's MSI-X message: kind % 4: to the APIC (an
+ *   16 MSIX        vector's MSI-X message: kind % 5: to the APIC (an
  *                  ordinary interrupt), to BAR0 + off (a register write of
  *                  data, e.g. CTRL = RESET, made from inside the interrupt),
- *                  to BAR2 + off (a doorbell), to RAM at off
+ *                  to BAR2 + off (a doorbell), to RAM at off, to the root
+ *                  port's configuration at off (HX_PORT_ADDR: data with
+ *                  HX_PORT_BRCTL_SBR at HX_PORT_BRCTL is a bus reset,
+ *                  HX_PORT_SLTCTL_OFF at HX_PORT_SLTCTL an unplug, both
+ *                  from inside the interrupt); DMA reaches the port too,
+ *                  at any address a command or WQE names
  *   17 LINK        the port's link up or down
  *   18 POLL        consume up to max CQEs and the EQs; arm bits: 1 CQ, 2 CQ
  *                  solicited, 4 EQ, 8 async EQ, 16 command completions
@@ -1361,9 +1366,12 @@ static void op_msix(Fz *f)
     m = &dev_sel(a.dev)->msix[a.vector % QHCA_MSIX_VECTORS];
     off = le32_to_cpu(a.off);
     m->data = le32_to_cpu(a.data);
-    switch (a.kind % 4) {
+    switch (a.kind % 5) {
     case 0:
         m->addr = HX_APIC_ADDR;
+        break;
+    case 4:
+        m->addr = HX_PORT_ADDR + (off & (HX_PORT_SIZE - 4));
         break;
     case 1:
         m->addr = HX_REG_BAR_ADDR + (off & (QHCA_REG_BAR_SIZE - 4));
@@ -1371,7 +1379,7 @@ static void op_msix(Fz *f)
     case 2:
         m->addr = HX_DB_BAR_ADDR + (off & (QHCA_DB_BAR_SIZE - 4));
         break;
-    default:
+    case 3:
         m->addr = off % (HX_RAM_SIZE - 4);
         break;
     }

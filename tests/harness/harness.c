@@ -146,9 +146,13 @@ static void enter(HxDev *d)
     }
 }
 
+static void replug(HxDev *d);
+
 static void leave(HxDev *d)
 {
-    d->nesting--;
+    if (--d->nesting == 0 && d->replug) {
+        replug(d);
+    }
 }
 
 static void regs_written(HxDev *d, uint32_t off, uint32_t val)
@@ -248,6 +252,65 @@ void hx_set_link(HxDev *d, bool up)
     leave(d);
 }
 
+static void msix_defaults(HxDev *d)
+{
+    unsigned v;
+
+    for (v = 0; v < QHCA_MSIX_VECTORS; v++) {
+        d->msix[v].addr = HX_APIC_ADDR;
+        d->msix[v].data = v;
+    }
+}
+
+/*
+ * The device is unplugged and a new one plugged in its place: QEMU's
+ * unrealize (qhca_core_cleanup(), done by hw/qhca.c from a bottom half
+ * once the device's code has returned) and realize (qhca_core_init())
+ */
+static void replug(HxDev *d)
+{
+    d->replug = false;
+    qhca_core_cleanup(&d->core);
+    after_reset(d);
+    d->timer_deadline = -1;
+    d->bh_pending = false;
+    d->rx_held = false;
+    msix_defaults(d);
+    d->port_sltctl = 0;
+    qhca_core_init(&d->core, d->core.ops, d, d->mac);
+}
+
+void hx_port_write(HxDev *d, uint32_t off, uint32_t val)
+{
+    if (off == HX_PORT_BRCTL) {
+        bool sbr = val & HX_PORT_BRCTL_SBR;
+
+        if (sbr && !(d->port_brctl & HX_PORT_BRCTL_SBR)) {
+            /* the bus reset resets the device and its PCI state */
+            d->bus_resets++;
+            qhca_core_reset(&d->core);
+            after_reset(d);
+            msix_defaults(d);
+        }
+        d->port_brctl = val;
+    } else if (off == HX_PORT_SLTCTL) {
+        bool off_now = (val & HX_PORT_SLTCTL_OFF) == HX_PORT_SLTCTL_OFF;
+
+        if (off_now && (d->port_sltctl & HX_PORT_SLTCTL_OFF) !=
+                       HX_PORT_SLTCTL_OFF) {
+            d->unplugs++;
+            if (qhca_core_busy(&d->core)) {
+                qhca_core_stop(&d->core);
+                d->replug = true;
+            } else {
+                replug(d);
+                return;
+            }
+        }
+        d->port_sltctl = val;
+    }
+}
+
 /* An access of the device's own BARs by DMA or an MSI-X message */
 static bool bar_access(HxDev *d, uint64_t addr, void *buf, uint64_t len,
                        bool write)
@@ -299,6 +362,29 @@ static bool bar_access(HxDev *d, uint64_t addr, void *buf, uint64_t len,
     return ok;
 }
 
+/* An access of the root port's configuration by DMA: dwords */
+static bool port_access(HxDev *d, uint64_t addr, void *buf, uint64_t len,
+                        bool write)
+{
+    uint8_t *p = buf;
+    uint64_t i;
+
+    if ((addr & 3) || (len & 3)) {
+        return false;
+    }
+    for (i = 0; i < len; i += 4) {
+        uint32_t off = addr + i - HX_PORT_ADDR;
+
+        if (write) {
+            hx_port_write(d, off, ldl_le_p(p + i));
+        } else {
+            stl_le_p(p + i, off == HX_PORT_BRCTL ? d->port_brctl :
+                            off == HX_PORT_SLTCTL ? d->port_sltctl : 0);
+        }
+    }
+    return true;
+}
+
 /*
  * QhcaCoreOps
  */
@@ -315,6 +401,9 @@ static bool ops_dma(HxDev *d, uint64_t addr, void *buf, uint64_t len,
         if (in_window(addr, len, HX_REG_BAR_ADDR, QHCA_REG_BAR_SIZE) ||
             in_window(addr, len, HX_DB_BAR_ADDR, QHCA_DB_BAR_SIZE)) {
             return bar_access(d, addr, buf, len, write);
+        }
+        if (in_window(addr, len, HX_PORT_ADDR, HX_PORT_SIZE)) {
+            return port_access(d, addr, buf, len, write);
         }
         return false;
     }
@@ -368,6 +457,8 @@ static void ops_irq(void *opaque, unsigned vector)
     if (in_window(m->addr, 4, HX_REG_BAR_ADDR, QHCA_REG_BAR_SIZE) ||
         in_window(m->addr, 4, HX_DB_BAR_ADDR, QHCA_DB_BAR_SIZE)) {
         bar_access(d, m->addr, data, 4, true);
+    } else if (in_window(m->addr, 4, HX_PORT_ADDR, HX_PORT_SIZE)) {
+        port_access(d, m->addr, data, 4, true);
     } else if (in_window(m->addr, 4, 0, HX_RAM_SIZE)) {
         hx_mem_write(d, m->addr, data, 4);
     }
@@ -736,7 +827,6 @@ void hx_advance(HxPair *p, int64_t ns)
 static void dev_init(HxPair *p, int i)
 {
     HxDev *d = &p->dev[i];
-    unsigned v;
 
     d->pair = p;
     d->idx = i;
@@ -753,10 +843,7 @@ static void dev_init(HxPair *p, int i)
     stl_be_p(&d->ip6[12], hx_ips[i]);
     d->timer_deadline = -1;
     d->link_up = true;
-    for (v = 0; v < QHCA_MSIX_VECTORS; v++) {
-        d->msix[v].addr = HX_APIC_ADDR;
-        d->msix[v].data = v;
-    }
+    msix_defaults(d);
     qhca_core_init(&d->core, &hx_ops, d, d->mac);
 }
 

@@ -9,8 +9,10 @@
  *     HX_DB_BAR_ADDR, so DMA and MSI-X writes that the guest aims there
  *     become register and doorbell writes (hw/qhca.c refuses them; the
  *     harness does not, so the device logic is tested without that second
- *     line of defence); anything else is unassigned (the access fails, as
- *     in QEMU);
+ *     line of defence); the configuration space of the root port above the
+ *     device is at HX_PORT_ADDR, where a write can reset or unplug the
+ *     device from inside its own DMA or interrupt; anything else is
+ *     unassigned (the access fails, as in QEMU);
  *   - QEMU's re-entrancy guard (MemReentrancyGuard): MMIO, the bottom half
  *     and netdev receive are guarded, a guarded access while the device is
  *     engaged is dropped; the timer callback is not guarded (hw/qhca.c uses
@@ -55,6 +57,21 @@
 #define HX_REG_BAR_ADDR         0xfe000000ULL   /* BAR0 in guest space */
 #define HX_DB_BAR_ADDR          0xfd000000ULL   /* BAR2 */
 #define HX_APIC_ADDR            0xfee00000ULL   /* default MSI-X target */
+/*
+ * The PCIe root port above each device: its configuration space, as the
+ * guest reaches it through ECAM.  Bridge Control's Secondary Bus Reset
+ * (the dword at 0x3c, bit 22) resets the device, Slot Control's power off
+ * (the dword at 0x58: PCC and the power indicator off) unplugs it, and a
+ * new device is plugged in its place, as QEMU does for a guest that aims
+ * the device's DMA or MSI-X there; neither goes through the device's
+ * registers
+ */
+#define HX_PORT_ADDR            0xe0000000ULL
+#define HX_PORT_SIZE            0x1000
+#define HX_PORT_BRCTL           0x3c
+#define HX_PORT_BRCTL_SBR       (0x40u << 16)
+#define HX_PORT_SLTCTL          0x58
+#define HX_PORT_SLTCTL_OFF      0x0700  /* PCC | power indicator off */
 
 /* Guest RAM layout the mini-driver uses */
 #define HX_CTRL_BASE            0x100000u       /* CMDQ, CMDCQ, AEQ, resp */
@@ -175,6 +192,12 @@ struct HxDev {
     HxMsix msix[QHCA_MSIX_VECTORS];
     uint64_t irqs[QHCA_MSIX_VECTORS];
     uint64_t blocked_reentrant;
+    /* the root port (HX_PORT_ADDR) */
+    uint32_t port_brctl;
+    uint32_t port_sltctl;
+    uint64_t bus_resets;
+    uint64_t unplugs;
+    bool replug;                /* unplugged inside device code: at leave */
 
     /* per-call accounting */
     unsigned nesting;           /* calls into the device in progress */
@@ -251,6 +274,11 @@ void hx_mmio_write(HxDev *d, uint32_t off, uint32_t val);
 uint32_t hx_mmio_read(HxDev *d, uint32_t off);
 void hx_db_write(HxDev *d, uint32_t page, uint32_t off, uint32_t val);
 void hx_system_reset(HxDev *d);
+/*
+ * A write of the device's root port's configuration (HX_PORT_ADDR): what
+ * DMA and MSI-X writes aimed there do
+ */
+void hx_port_write(HxDev *d, uint32_t off, uint32_t val);
 void hx_set_link(HxDev *d, bool up);
 
 /* Guest RAM, as the guest's CPU sees it (no grant check) */

@@ -486,6 +486,50 @@ static void test_grant(Fx *f, gconstpointer data)
     unsetenv("QHCA_HARNESS_IGNORE");
 }
 
+/*
+ * A reset or an unplug that does not go through the device's registers:
+ * A's interrupt, raised inside A's own SQ doorbell write (a UD SEND's
+ * completion), is aimed at its root port's Secondary Bus Reset (data
+ * NULL) or slot power-off.  The reset is done, or the device replaced,
+ * when the doorbell write returns (never under the engine: ASan); A comes
+ * up again and sends.
+ */
+static void test_port(Fx *f, gconstpointer data)
+{
+    bool unplug = data != NULL;
+    HxPair *p = f->p;
+    HxDev *a = f->a, *b = f->b;
+    uint64_t hits;
+
+    if (!check(f, hx_pair_setup(p), "pair setup")) {
+        return;
+    }
+    a->msix[1].addr = HX_PORT_ADDR + (unplug ? HX_PORT_SLTCTL :
+                                      HX_PORT_BRCTL);
+    a->msix[1].data = unplug ? HX_PORT_SLTCTL_OFF : HX_PORT_BRCTL_SBR;
+    hx_poll_all(a, 0, HX_ARM_CQ | HX_ARM_EQ);
+    hits = unplug ? a->unplugs : a->bus_resets;
+    ud_send(a, b, a->drv.ahn, 0x1000, 0x2000, 0xe1, 0xe2);
+    check(f, (unplug ? a->unplugs : a->bus_resets) == hits + 1 &&
+          !a->replug && !qhca_core_busy(&a->core) && !a->core.nlive &&
+          qhca_core_reg_read(&a->core, QHCA_REG_STATUS) == 0,
+          unplug ? "port: a slot power-off from inside the doorbell "
+                   "replaces the device when the doorbell returns" :
+                   "port: a bus reset from inside the doorbell resets the "
+                   "device when the doorbell returns");
+    hx_port_write(a, unplug ? HX_PORT_SLTCTL : HX_PORT_BRCTL, 0);
+    check(f, hx_drv_setup(a) && hx_connect_rc(a, &a->drv.qp[HX_QP_RC], b,
+                                              &b->drv.qp[HX_QP_RC],
+                                              &hx_default_conn),
+          "port: the device comes up again");
+    rc_send(a, &a->drv.qp[HX_QP_RC], 0x3000, b, &b->drv.qp[HX_QP_RC],
+            0x4000, 64, 0xe3, 0xe4);
+    check(f, cqe_is(a, &a->drv.qp[HX_QP_RC], 0xe3, QHCA_CQE_SUCCESS) &&
+          cqe_is(b, &b->drv.qp[HX_QP_RC], 0xe4, QHCA_CQE_SUCCESS) &&
+          same(a, a->drv.mr.mem + 0x3000, b, b->drv.mr.mem + 0x4000, 64),
+          "port: and sends");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -497,6 +541,10 @@ int main(int argc, char **argv)
     g_test_add("/harness/loop-queue", Fx, NULL, fx_setup, test_loop_queue,
                fx_teardown);
     g_test_add("/harness/grant", Fx, NULL, fx_setup, test_grant,
+               fx_teardown);
+    g_test_add("/harness/port/bus-reset", Fx, NULL, fx_setup, test_port,
+               fx_teardown);
+    g_test_add("/harness/port/power-off", Fx, "unplug", fx_setup, test_port,
                fx_teardown);
     return g_test_run();
 }
