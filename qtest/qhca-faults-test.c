@@ -959,9 +959,112 @@ static void test_hostile_mcast_flood(void)
     pair_stop(&p);
 }
 
+/*
+ * Group frames from sources no interface can have (issue 20, item 5):
+ * before, only a multicast source was refused, and UD frames to 239.1.2.3
+ * from 0.0.0.0, 255.255.255.255, 240.0.0.1 and 127.0.0.1 were delivered
+ * with success CQEs.  Now each is dropped and counted, as are IPv6 frames
+ * from :: and ::1 to ff0e::42 (which the parser refused already), while
+ * the receive WQEs wait; then a frame from a unicast source of each IP
+ * version is delivered, its bytes as sent.
+ */
+static void test_hostile_mcast_bad_source(void)
+{
+    static const uint32_t bad4[] = {
+        0x00000000, 0xffffffff, 0xf0000001, 0x7f000001,
+    };
+    static const uint8_t good6[16] = { 0xfe, 0x80, [8] = 0x50, 0x54, 0x00,
+                                       0xff, 0xfe, 0x12, 0x34, 0x56 };
+    uint8_t payload[64], got[64];
+    Pair p;
+    End a, b;
+    Mr mb;
+    struct qhca_cmd_mcast m4 = { 0 }, m6 = { 0 };
+    struct qhca_qp_attr at = { 0 };
+    struct qhca_sge s;
+    struct qhca_cqe c;
+    QhcaRoceHdr h, h6;
+    uint32_t dropped;
+    unsigned i;
+
+    pair_start(&p, WIRE_BLACKHOLE);
+    end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
+    end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
+    at.qp_state = QHCA_QPS_INIT;
+    at.qkey = cpu_to_le32(0x77);
+    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE |
+                                   QHCA_QP_ATTR_PKEY_INDEX |
+                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
+                                   &at), ==, QHCA_CMD_OK);
+    at.qp_state = QHCA_QPS_RTR;
+    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE, &at), ==,
+                    QHCA_CMD_OK);
+    m4.gid[10] = m4.gid[11] = 0xff;
+    stl_be_p(&m4.gid[12], 0xef010203);          /* 239.1.2.3 */
+    m4.qpn = cpu_to_le32(b.qpn);
+    qhca_cmd_ok(&p.b, QHCA_CMD_ATTACH_MCAST, &m4, sizeof(m4));
+    m6.gid[0] = 0xff;
+    m6.gid[1] = 0x0e;
+    m6.gid[15] = 0x42;                          /* ff0e::42 */
+    m6.qpn = cpu_to_le32(b.qpn);
+    qhca_cmd_ok(&p.b, QHCA_CMD_ATTACH_MCAST, &m6, sizeof(m6));
+    mb = mr_reg(&p.b, b.pdn, 2 * 128, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
+    for (i = 0; i < 2; i++) {
+        s = sge(&mb, i * 128, 128);
+        post_recv(&b, 0x100 + i, &s, 1);
+    }
+    fill(payload, sizeof(payload), 5);
+
+    h = hdr_from(&a, &b, QHCA_ROCE_OP_UD_SEND_ONLY, 0);
+    h.dst_ip = 0xef010203;
+    qhca_roce_mcast_mac(m4.gid, h.dst_mac);
+    h.dest_qp = QHCA_MCAST_QPN;
+    h.deth.qkey = 0x77;
+    h.deth.src_qp = a.qpn;
+    h6 = h;
+    h6.ipv6 = true;
+    memcpy(h6.dst_ip6, m6.gid, 16);
+    qhca_roce_mcast_mac(m6.gid, h6.dst_mac);
+
+    dropped = qhca_rd(&p.b, QHCA_REG_STAT_RX_DROPPED);
+    for (i = 0; i < ARRAY_SIZE(bad4); i++) {
+        h.src_ip = bad4[i];
+        inject(&p, 1, &h, payload, sizeof(payload));
+    }
+    memset(h6.src_ip6, 0, 16);                  /* :: */
+    inject(&p, 1, &h6, payload, sizeof(payload));
+    h6.src_ip6[15] = 1;                         /* ::1 */
+    inject(&p, 1, &h6, payload, sizeof(payload));
+    g_assert_true(cq_idle(&b, 100));
+    g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STAT_RX_DROPPED) - dropped, ==,
+                     ARRAY_SIZE(bad4) + 2);
+
+    /* from unicast sources: delivered, after the GRH area, as sent */
+    h.src_ip = IP_A;
+    inject(&p, 1, &h, payload, sizeof(payload));
+    memcpy(h6.src_ip6, good6, 16);
+    inject(&p, 1, &h6, payload, sizeof(payload));
+    for (i = 0; i < 2; i++) {
+        c = poll_cq(&b);
+        g_assert_cmphex(le64_to_cpu(c.wr_id), ==, 0x100 + i);
+        g_assert_cmpuint(c.status, ==, QHCA_CQE_SUCCESS);
+        g_assert_cmpuint(c.opcode, ==, QHCA_CQE_OP_RECV);
+        g_assert_cmpuint(le32_to_cpu(c.src_qp), ==, a.qpn);
+        g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 40 + sizeof(payload));
+        mr_io(&p.b, &mb, i * 128 + 40, got, sizeof(got), false);
+        g_assert_cmpmem(got, sizeof(got), payload, sizeof(payload));
+    }
+    g_assert_true(cq_idle(&b, 20));
+    g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STAT_RX_DROPPED) - dropped, ==,
+                     ARRAY_SIZE(bad4) + 2);
+    pair_stop(&p);
+}
+
 static void qhca_add_hostile_tests(void)
 {
     qtest_add_func("/qhca/hostile/mcast-flood", test_hostile_mcast_flood);
+    qtest_add_func("/qhca/hostile/mcast-bad-source",
+                   test_hostile_mcast_bad_source);
     qtest_add_func("/qhca/hotplug/unplug-busy", test_hotplug_unplug_busy);
     qtest_add_func("/qhca/hostile/irq-resets-device",
                    test_hostile_irq_resets_device);

@@ -4197,6 +4197,141 @@ static void test_mw_errors(void)
     }
 }
 
+/*
+ * A window after its fast-register MR was invalidated and registered again
+ * under the same key with other rights (issue 20, item 4): the window
+ * reaches memory through the MR as it is at each access, which must allow
+ * MW_BIND, and LOCAL_WRITE if the window grants remote write.  Three
+ * windows of one type, each bound by a QP of its own connection (a refused
+ * access ends that connection) to one page: read-write ones for a WRITE
+ * and a READ, a read-only one for a READ.
+ */
+static const struct {
+    const char *name;
+    uint32_t access;            /* of the MR registered again */
+    bool ok[3];                 /* WRITE (rw window), READ (rw), READ (ro) */
+} mw_rereg_cases[] = {
+    { "registered again with no rights", 0, { false, false, false } },
+    { "registered again with LOCAL_WRITE only", QHCA_ACCESS_LOCAL_WRITE,
+      { false, false, false } },
+    { "registered again with MW_BIND only", QHCA_ACCESS_MW_BIND,
+      { false, false, true } },
+    { "registered again with LOCAL_WRITE and MW_BIND",
+      QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_MW_BIND, { true, true, true } },
+};
+
+/* @e fast-registers @m (one page, its page list at @pbl) with @access */
+static void mw_fast_reg(End *e, uint64_t wr_id, const Mr *m, uint64_t pbl,
+                        uint32_t access)
+{
+    struct qhca_send_wqe w = wqe(QHCA_WQE_REG_MR, wr_id);
+
+    w.reg.iova = cpu_to_le64(m->iova);
+    w.reg.length = cpu_to_le64(m->len);
+    w.reg.pbl_addr = cpu_to_le64(pbl);
+    w.reg.key = cpu_to_le32(m->key);
+    w.reg.access = cpu_to_le32(access);
+    w.reg.num_pages = cpu_to_le32(m->npages);
+    w.reg.page_shift = 12;
+    post_send(e, &w, NULL, 0, NULL, 0);
+    expect_cqe(e, wr_id, QHCA_CQE_SUCCESS, QHCA_CQE_OP_REG_MR);
+}
+
+static void mw_rereg_run(uint8_t type)
+{
+    static const bool write[3] = { true, false, false };
+    static const uint32_t rights[3] = { MW_RW, MW_RW,
+                                        QHCA_ACCESS_REMOTE_READ };
+    unsigned i, j;
+
+    for (i = 0; i < ARRAY_SIZE(mw_rereg_cases); i++) {
+        Pair p;
+        End a[3], b[3];
+        Mr ma[3], mb = { .iova = 0xa000, .len = 4096, .npages = 1 };
+        struct qhca_cmd_alloc_mr am = { 0 };
+        struct qhca_send_wqe w;
+        uint8_t want[4096], after[4096], out[64], in[64];
+        uint32_t mw, key[3];
+        uint64_t pbl, off;
+
+        g_test_message("%s", mw_rereg_cases[i].name);
+        pair_start(&p, WIRE_PASS);
+        rc_pair(&p, &a[0], &b[0], NULL, false);
+        for (j = 1; j < 3; j++) {
+            end_create(&a[j], &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
+            end_create_in_pd(&b[j], &b[0], QHCA_QPT_RC);
+            rc_connect_one(&a[j], &b[j], &rc_default_opts);
+            rc_connect_one(&b[j], &a[j], &rc_default_opts);
+        }
+        for (j = 0; j < 3; j++) {
+            ma[j] = mr_reg(&p.a, a[j].pdn, 256, QHCA_ACCESS_LOCAL_WRITE,
+                           0x3000);
+        }
+
+        /* B's fast-register MR, one page, LOCAL_WRITE and MW_BIND */
+        am.pdn = cpu_to_le32(b[0].pdn);
+        am.max_pages = cpu_to_le32(1);
+        am.key_variant = cpu_to_le32(1);
+        mb.key = next_key(qhca_cmd_ok(&p.b, QHCA_CMD_ALLOC_MR, &am,
+                                      sizeof(am)));
+        mb.mem = qhca_alloc(&p.b, 4096);
+        pbl = qhca_alloc(&p.b, 4096);
+        qtest_writeq(p.b.qts, pbl, mb.mem);
+        mw_fast_reg(&b[0], 1, &mb, pbl, QHCA_ACCESS_LOCAL_WRITE |
+                    QHCA_ACCESS_MW_BIND);
+        for (j = 0; j < 3; j++) {
+            mw = mw_alloc(&p.b, b[0].pdn, type);
+            key[j] = next_key(mw);
+            mw_bind(&b[j], 2, mw, key[j], &mb, 0, 4096, rights[j]);
+            expect_cqe(&b[j], 2, QHCA_CQE_SUCCESS, QHCA_CQE_OP_BIND_MW);
+        }
+
+        /* invalidated, registered again: same key, the case's rights */
+        w = wqe(QHCA_WQE_LOCAL_INV, 3);
+        w.invalidate_rkey = cpu_to_le32(mb.key);
+        post_send(&b[0], &w, NULL, 0, NULL, 0);
+        expect_cqe(&b[0], 3, QHCA_CQE_SUCCESS, QHCA_CQE_OP_LOCAL_INV);
+        mw_fast_reg(&b[0], 4, &mb, pbl, mw_rereg_cases[i].access);
+
+        fill(want, sizeof(want), 40 + i);
+        mr_io(&p.b, &mb, 0, want, sizeof(want), true);
+        for (j = 0; j < 3; j++) {
+            bool ok = mw_rereg_cases[i].ok[j];
+
+            off = 512 + 1024 * j;
+            fill(out, sizeof(out), 80 + j);
+            mr_io(&p.a, &ma[j], 0, out, sizeof(out), true);
+            g_assert_cmpuint(rdma_via(&a[j], &ma[j], 5, write[j],
+                                      mb.iova + off, key[j], sizeof(out)),
+                             ==, ok ? QHCA_CQE_SUCCESS :
+                             QHCA_CQE_REM_ACCESS_ERR);
+            g_assert_cmpuint(qp_state(&b[j]), ==,
+                             ok ? QHCA_QPS_RTS : QHCA_QPS_ERR);
+            mr_io(&p.a, &ma[j], 0, in, sizeof(in), false);
+            if (write[j] && ok) {
+                memcpy(want + off, out, sizeof(out));
+            }
+            /* a READ brings B's bytes; a refused one brings nothing */
+            g_assert_cmpmem(in, sizeof(in), write[j] || !ok ? out :
+                            want + off, sizeof(in));
+        }
+        /* B's page holds exactly what it held and what WRITEs put there */
+        mr_io(&p.b, &mb, 0, after, sizeof(after), false);
+        g_assert_cmpmem(after, sizeof(after), want, sizeof(want));
+        pair_stop(&p);
+    }
+}
+
+static void test_mw_rereg_type1(void)
+{
+    mw_rereg_run(QHCA_MW_TYPE_1);
+}
+
+static void test_mw_rereg_type2(void)
+{
+    mw_rereg_run(QHCA_MW_TYPE_2);
+}
+
 /* ALLOC_MW and DEALLOC_MW refuse what is not right */
 static void test_mw_commands(void)
 {
@@ -4238,6 +4373,8 @@ static void qhca_add_mw_tests(void)
     qtest_add_func("/qhca/mw/qp-destroyed", test_mw_qp_destroyed);
     qtest_add_func("/qhca/mw/errors", test_mw_errors);
     qtest_add_func("/qhca/mw/commands", test_mw_commands);
+    qtest_add_func("/qhca/mw/rereg-type1", test_mw_rereg_type1);
+    qtest_add_func("/qhca/mw/rereg-type2", test_mw_rereg_type2);
 }
 
 int main(int argc, char **argv)
