@@ -36,6 +36,7 @@ typedef enum Path {
     PATH_WIRE_DMA,              /* the same, the hit is A's RDMA WRITE's data */
     PATH_TIMER,                 /* B's retransmission timer: retry exceeded */
     PATH_CMDQ,                  /* B's command queue: a command's completion */
+    PATH_CMDQ_DMA,              /* the same, the hit is the command's response */
 } Path;
 
 typedef struct Case {
@@ -181,19 +182,52 @@ static Mr mr_at(End *e, uint64_t page, uint32_t access)
     return m;
 }
 
-/* Post a command to B without waiting for its completion */
-static void cmd_post_nowait(QQhca *d, uint16_t opcode)
+/*
+ * Post a command to @d without waiting for its completion: @len bytes of
+ * @payload, its response (at most @resp_len bytes) to @resp_addr
+ */
+static void cmd_post_nowait(QQhca *d, uint16_t opcode, const void *payload,
+                            size_t len, uint64_t resp_addr, uint32_t resp_len)
 {
     struct qhca_cmd cmd = { 0 };
     uint32_t slot = d->cmdq_pi & ((1 << QHCA_QOS_CMDQ_LOG) - 1);
 
     cmd.hdr.opcode = cpu_to_le16(opcode);
     cmd.hdr.cookie = cpu_to_le32(++d->cookie);
-    cmd.hdr.resp_addr = cpu_to_le64(d->resp);
-    cmd.hdr.resp_len = cpu_to_le32(256);
+    cmd.hdr.resp_addr = cpu_to_le64(resp_addr);
+    cmd.hdr.resp_len = cpu_to_le32(resp_len);
+    if (len) {
+        memcpy(cmd.raw, payload, len);
+    }
     qtest_memwrite(d->qts, d->cmdq + slot * QHCA_CMD_SIZE, &cmd, sizeof(cmd));
     d->cmdq_pi++;
     qhca_db(d, 0, QHCA_DB_CMDQ, d->cmdq_pi);
+}
+
+/*
+ * PATH_CMDQ_DMA: a UD QP of @b's whose Q_Key is @data; QUERY_QP answers
+ * its attributes, the Q_Key at byte 16, so a response written to @addr - 16
+ * writes @data to @addr, from inside B's command loop
+ */
+static void query_qp_at(End *b, uint64_t addr, uint32_t data)
+{
+    struct qhca_cmd_create_qp q;
+    struct qhca_qp_attr at = { 0 };
+    uint64_t sq, rq;
+    uint32_t qpn;
+
+    QEMU_BUILD_BUG_ON(offsetof(struct qhca_qp_attr, qkey) != 16);
+    q = qhca_qp_desc(b->d, QHCA_QPT_UD, b->pdn, b->cqn, &sq, &rq);
+    qpn = qhca_cmd_ok(b->d, QHCA_CMD_CREATE_QP, &q, sizeof(q));
+    at.qp_state = QHCA_QPS_INIT;
+    at.qkey = cpu_to_le32(data);
+    g_assert_cmpint(qhca_modify_qp(b->d, qpn, QHCA_QP_ATTR_STATE |
+                                   QHCA_QP_ATTR_PKEY_INDEX |
+                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
+                                   &at), ==, QHCA_CMD_OK);
+    qpn = cpu_to_le32(qpn);
+    cmd_post_nowait(b->d, QHCA_CMD_QUERY_QP, &qpn, sizeof(qpn), addr - 16,
+                    20);
 }
 
 /* Run the wire and the virtual clock: what B left behind would run now */
@@ -334,9 +368,12 @@ static void run_case(const void *opaque)
     ConnOpts o = rc_default_opts;
     uint64_t addr;
     uint32_t data, vec = 1, errors_a;
+    uint8_t page0[4096], page0_was[4096];
 
     pair_start_topo(&p, t->path == PATH_TIMER ? WIRE_BLACKHOLE : WIRE_PASS,
                     t->topo);
+    fill(page0_was, sizeof(page0_was), 0x9a9e0);
+    qtest_memwrite(p.qs->qts, 0, page0_was, sizeof(page0_was));
     ecam_enable(&p);
     hit_target(&p, t->hit == HIT_VIA_A ? HIT_BUS_RESET : t->hit, &addr,
                &data);
@@ -403,10 +440,22 @@ static void run_case(const void *opaque)
         msix_aim(&p.b, QHCA_MSIX_VEC_ASYNC, addr, data);
         qhca_db(&p.b, 0, QHCA_DB_CMDCQ, p.b.cmdcq_ci | QHCA_DB_CMDCQ_ARM);
         /* the command loop completes it, and B is hit */
-        cmd_post_nowait(&p.b, QHCA_CMD_QUERY_DEVICE);
+        cmd_post_nowait(&p.b, QHCA_CMD_QUERY_DEVICE, NULL, 0, p.b.resp, 256);
+        settle(&p, 5);
+        break;
+    case PATH_CMDQ_DMA:
+        /* the command loop writes its response, and B is hit */
+        query_qp_at(&b, addr, data);
         settle(&p, 5);
         break;
     }
+    /*
+     * After the hit B wrote nothing more: before, the command loop went on
+     * with the reset queue registers, wrote a completion at guest address
+     * 0 and ran "commands" from there
+     */
+    qtest_memread(p.qs->qts, 0, page0, sizeof(page0));
+    g_assert_cmpmem(page0, sizeof(page0), page0_was, sizeof(page0_was));
 
     p.w.policy = WIRE_PASS;
     if (t->hit == HIT_POWER_OFF) {
@@ -431,6 +480,7 @@ static const struct {
     { "bus-reset/msix/timer", { PAIR_B_PORT, HIT_BUS_RESET, PATH_TIMER } },
     { "bus-reset/msix/cmdq", { PAIR_B_PORT, HIT_BUS_RESET, PATH_CMDQ } },
     { "bus-reset/dma/bh", { PAIR_B_PORT, HIT_BUS_RESET, PATH_WIRE_DMA } },
+    { "bus-reset/dma/cmdq", { PAIR_B_PORT, HIT_BUS_RESET, PATH_CMDQ_DMA } },
     { "bus-reset/switch/doorbell", { PAIR_B_SWITCH, HIT_BUS_RESET,
                                      PATH_DOORBELL } },
     { "power-off/msix/doorbell", { PAIR_B_PORT, HIT_POWER_OFF,
@@ -439,6 +489,7 @@ static const struct {
     { "power-off/msix/timer", { PAIR_B_PORT, HIT_POWER_OFF, PATH_TIMER } },
     { "power-off/msix/cmdq", { PAIR_B_PORT, HIT_POWER_OFF, PATH_CMDQ } },
     { "power-off/dma/bh", { PAIR_B_PORT, HIT_POWER_OFF, PATH_WIRE_DMA } },
+    { "power-off/dma/cmdq", { PAIR_B_PORT, HIT_POWER_OFF, PATH_CMDQ_DMA } },
     { "power-off/switch/bh", { PAIR_B_SWITCH, HIT_POWER_OFF, PATH_WIRE } },
     { "via-other-device/doorbell", { PAIR_B_PORT, HIT_VIA_A,
                                      PATH_DOORBELL } },
