@@ -326,14 +326,25 @@ int qhca_wqe_set_inline_list(struct qhca_send_wqe *wqe,
 }
 
 /*
- * Memory windows: the rights a bind gives are remote ones (IBA 10.6.7.2);
- * anything else, zero-based windows included, is EINVAL
+ * Memory windows: the rights a bind gives are remote ones (IBA 10.6.7.2),
+ * and only those reach the WQE.  Programs often pass their MR's own flags:
+ * the flags that mean nothing to a window (local write, MW_BIND, how the
+ * MR's memory is registered, the optional ones) are ignored, as Soft-RoCE
+ * and mlx5 ignore them.  What the device's windows cannot do is EINVAL: a
+ * zero-based window, FLUSH rights (the device gives them through MRs
+ * only), bits rdma-core does not name.
  */
+#define QHCA_MW_REMOTE_RIGHTS \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+#define QHCA_MW_IGNORED_RIGHTS \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | \
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
+
 int qhca_mw_access(unsigned int mw_access_flags, uint32_t *access)
 {
-	if (mw_access_flags & ~(IBV_ACCESS_REMOTE_WRITE |
-				IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC))
+	if (mw_access_flags & ~(QHCA_MW_REMOTE_RIGHTS |
+				QHCA_MW_IGNORED_RIGHTS))
 		return EINVAL;
 	*access = 0;
 	if (mw_access_flags & IBV_ACCESS_REMOTE_WRITE)

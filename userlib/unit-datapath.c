@@ -765,11 +765,12 @@ static void test_send_wqe_errors(void)
 		struct ibv_mr mr = { .lkey = 0x5501 };
 		struct ibv_mw mw = { .rkey = 0x7702, .type = IBV_MW_TYPE_2 };
 		static const unsigned int bad_rights[] = {
-			IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_ZERO_BASED,
-			IBV_ACCESS_MW_BIND,
+			IBV_ACCESS_ZERO_BASED,
+			IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE,
 #ifdef QHCA_HAVE_IBV_FLUSH
 			IBV_ACCESS_FLUSH_GLOBAL,
 #endif
+			1u << 12,
 		};
 
 		memset(&wr, 0, sizeof(wr));
@@ -786,7 +787,7 @@ static void test_send_wqe_errors(void)
 			if (qhca_build_send_wqe(buf, &rc_params, &wr) != EINVAL)
 				good = false;
 		}
-		ok(good, "BIND_MW: UD QPs refuse it; rights other than remote read/write/atomic (local write, zero-based, MW_BIND and, with rdma-core 45+, FLUSH) are EINVAL");
+		ok(good, "BIND_MW: UD QPs refuse it; zero-based windows, FLUSH rights (rdma-core 45+) and an unnamed bit are EINVAL");
 
 		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
 		wr.bind_mw.bind_info.length = 0;
@@ -1995,12 +1996,150 @@ static void test_wr_bind_mw(void)
 	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
 	good = good && ibv_wr_complete(qpx) == EINVAL;
 	bi.length = 8;
-	bi.mw_access_flags = IBV_ACCESS_LOCAL_WRITE;
+	bi.mw_access_flags = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ;
 	ibv_wr_start(qpx);
 	ibv_wr_bind_mw(qpx, &mwa, 0x8822, &bi);
 	good = good && ibv_wr_complete(qpx) == EINVAL;
 	ok(good && mwa.rkey == 0x8821 && qp->sq.pi == 3,
-	   "wr API: a bind with an SGE, of length 0, with local rights is EINVAL");
+	   "wr API: a bind with an SGE, of length 0, of a zero-based window is EINVAL");
+
+	free_qp(ctx, qp);
+	free_cq(cq);
+	free_ctx(ctx);
+}
+
+/*
+ * Local rights in a bind: programs pass their MR's own flags
+ * (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | MW_BIND), as Soft-RoCE and
+ * mlx5 take them.  ibv_bind_mw(), IBV_WR_BIND_MW and ibv_wr_bind_mw()
+ * accept the flags that mean nothing to a window and leave them out of the
+ * WQE, which carries the remote rights alone; a zero-based window, remote
+ * rights no window of the device grants and bits rdma-core does not name
+ * stay EINVAL, with nothing posted
+ */
+static void test_bind_mw_local_rights(void)
+{
+	struct qhca_context *ctx = new_ctx();
+	struct qhca_cq *cq = new_cq(ctx, 16, 1);
+	struct qp_spec s = {
+		.type = IBV_QPT_RC, .scq = cq, .rcq = cq, .qpn = 0x74,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1,
+			 .max_recv_wr = 1, .max_recv_sge = 1 },
+		.send_ops = IBV_QP_EX_WITH_BIND_MW,
+	};
+	struct qhca_qp *qp = new_qp(ctx, &s);
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(ibqp);
+	const unsigned int mr_flags = IBV_ACCESS_LOCAL_WRITE |
+				      IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_MW_BIND;
+	static const unsigned int ignored[] = {
+		IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_MW_BIND,
+		IBV_ACCESS_ON_DEMAND, IBV_ACCESS_HUGETLB,
+		IBV_ACCESS_RELAXED_ORDERING,
+	};
+	static const unsigned int refused[] = {
+		IBV_ACCESS_ZERO_BASED,
+#ifdef QHCA_HAVE_IBV_FLUSH
+		IBV_ACCESS_FLUSH_GLOBAL, IBV_ACCESS_FLUSH_PERSISTENT,
+#endif
+		1u << 10, 1u << 19, 1u << 30, 1u << 31,
+	};
+	struct ibv_mr mr = { .lkey = 0x1401 };
+	struct ibv_mw mw1 = { .rkey = 0x4410, .type = IBV_MW_TYPE_1 };
+	struct ibv_mw mw2 = { .rkey = 0x5520, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw mw3 = { .rkey = 0x6630, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw_bind mb = {
+		.wr_id = 60, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = &mr, .addr = 0x9000, .length = 0x400,
+			       .mw_access_flags = mr_flags },
+	};
+	struct ibv_send_wr wr, *bad;
+	uint8_t e[W_HDR];
+	uint32_t access;
+	bool good;
+	size_t i;
+
+	good = qhca_mw_access(mr_flags, &access) == 0 &&
+	       access == (A_REMOTE_WRITE | A_REMOTE_READ);
+	for (i = 0; i < ARRAY_SIZE(ignored); i++) {
+		access = 0xff;
+		if (qhca_mw_access(ignored[i] | IBV_ACCESS_REMOTE_ATOMIC,
+				   &access) || access != A_REMOTE_ATOMIC)
+			good = false;
+	}
+	for (i = 0; i < ARRAY_SIZE(refused); i++)
+		if (qhca_mw_access(refused[i] | IBV_ACCESS_REMOTE_WRITE,
+				   &access) != EINVAL)
+			good = false;
+	ok(good, "bind rights: local write, MW_BIND, ON_DEMAND, HUGETLB and relaxed ordering are ignored (the remote rights are kept); zero-based, FLUSH (rdma-core 45+) and unnamed bits are EINVAL");
+
+	/* ibv_bind_mw (type 1) */
+	ok(qhca_bind_mw(ibqp, &mw1, &mb) == 0 && mw1.rkey == 0x4411 &&
+	   qp->sq.pi == 1,
+	   "ibv_bind_mw with the MR's flags (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | MW_BIND) is posted");
+	exp_hdr(e, OP_BIND_MW, F_SIGNALED, 0, 0, 60);
+	put64(e, W_BADDR, 0x9000);
+	put64(e, W_BLEN, 0x400);
+	put32(e, W_BMR, 0x1401);
+	put32(e, W_BMW, 0x4410);
+	put32(e, W_BNEW, 0x4411);
+	put32(e, W_BACCESS, A_REMOTE_WRITE | A_REMOTE_READ);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 0), e, W_HDR, "bind mr flags"),
+	   "ibv_bind_mw with the MR's flags: the WQE's rights are remote write and read alone");
+
+	/* IBV_WR_BIND_MW (type 2) through ibv_post_send */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 61;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.bind_mw.mw = &mw2;
+	wr.bind_mw.rkey = 0x5521;
+	wr.bind_mw.bind_info = mb.bind_info;
+	ok(qhca_post_send(ibqp, &wr, &bad) == 0 && mw2.rkey == 0x5521 &&
+	   qp->sq.pi == 2,
+	   "ibv_post_send IBV_WR_BIND_MW with the MR's flags is posted");
+	exp_hdr(e, OP_BIND_MW, 0, 0, 0, 61);
+	put64(e, W_BADDR, 0x9000);
+	put64(e, W_BLEN, 0x400);
+	put32(e, W_BMR, 0x1401);
+	put32(e, W_BMW, 0x5520);
+	put32(e, W_BNEW, 0x5521);
+	put32(e, W_BACCESS, A_REMOTE_WRITE | A_REMOTE_READ);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 1), e, W_HDR, "post mr flags"),
+	   "ibv_post_send IBV_WR_BIND_MW with the MR's flags: the WQE's rights are remote write and read alone");
+
+	/* ibv_wr_bind_mw (type 2) */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 62;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qpx, &mw3, 0x6631, &mb.bind_info);
+	ok(ibv_wr_complete(qpx) == 0 && mw3.rkey == 0x6631 && qp->sq.pi == 3,
+	   "ibv_wr_bind_mw with the MR's flags is posted");
+	exp_hdr(e, OP_BIND_MW, F_SIGNALED, 0, 0, 62);
+	put64(e, W_BADDR, 0x9000);
+	put64(e, W_BLEN, 0x400);
+	put32(e, W_BMR, 0x1401);
+	put32(e, W_BMW, 0x6630);
+	put32(e, W_BNEW, 0x6631);
+	put32(e, W_BACCESS, A_REMOTE_WRITE | A_REMOTE_READ);
+	ok(same_bytes(qhca_wq_entry(&qp->sq, 2), e, W_HDR, "wr mr flags"),
+	   "ibv_wr_bind_mw with the MR's flags: the WQE's rights are remote write and read alone");
+
+	/* zero-based: refused by each, nothing posted, no key moves */
+	mb.bind_info.mw_access_flags = mr_flags | IBV_ACCESS_ZERO_BASED;
+	good = qhca_bind_mw(ibqp, &mw1, &mb) == EINVAL;
+	wr.bind_mw.rkey = 0x5522;
+	wr.bind_mw.bind_info = mb.bind_info;
+	good = good && qhca_post_send(ibqp, &wr, &bad) == EINVAL &&
+	       bad == &wr;
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mw3, 0x6632, &mb.bind_info);
+	good = good && ibv_wr_complete(qpx) == EINVAL;
+	ok(good && mw1.rkey == 0x4411 && mw2.rkey == 0x5521 &&
+	   mw3.rkey == 0x6631 && qp->sq.pi == 3 &&
+	   db_val(ctx, QHCA_DB_SQ) == (0x74 | 3 << 16),
+	   "ibv_bind_mw, IBV_WR_BIND_MW and ibv_wr_bind_mw of a zero-based window (the MR's flags and IBV_ACCESS_ZERO_BASED) are EINVAL; nothing posted, the keys stay");
 
 	free_qp(ctx, qp);
 	free_cq(cq);
@@ -2410,6 +2549,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/provider/datapath/wr-placement", test_wr_placement);
 	g_test_add_func("/provider/datapath/bind-mw", test_bind_mw);
 	g_test_add_func("/provider/datapath/wr-bind-mw", test_wr_bind_mw);
+	g_test_add_func("/provider/datapath/bind-mw-local-rights",
+			test_bind_mw_local_rights);
 	g_test_add_func("/provider/datapath/create-validation",
 			test_create_validation);
 	g_test_add_func("/provider/datapath/create-resp", test_create_resp);

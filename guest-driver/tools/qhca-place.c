@@ -24,6 +24,13 @@
  * is not tried: Soft-RoCE (Linux 6.12) does not keep a window's writes
  * within the window, only within its MR (docs/verbs.md).
  *
+ * -L (both sides, with -M): the window is a type 1 window bound by
+ * ibv_bind_mw() with the flags programs register their MRs with and often
+ * pass to the bind as they are: LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ |
+ * MW_BIND (the server's MR gets them all).  The local rights mean nothing
+ * to a window and are ignored, as Soft-RoCE and mlx5 ignore them; the
+ * client READs back through the window what it wrote there.
+ *
  * -F (client): no FLUSH.  Soft-RoCE (Linux 6.12) computes the ICRC of its
  * RC_FLUSH packets over the headers twice (its opcode table gives FLUSH no
  * payload offset, so it takes the packet from the BTH on as payload), and
@@ -182,11 +189,13 @@ static int to_rts(struct ibv_qp *qp, const struct peer *me,
 
 /*
  * Server, -M: a type 2 window over [MW_OFF, MW_OFF + MW_LEN) of the
- * region, remote write only, bound on @qp; its key and address in *win
+ * region, remote write only, bound on @qp; its key and address in *win.
+ * With @mr_flags (-L) a type 1 window over the same range, bound by
+ * ibv_bind_mw() with MR_FLAGS, an MR's flags, as its rights.
  */
 static struct ibv_mw *bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
 				  struct ibv_cq *cq, struct ibv_mr *mr,
-				  struct peer *win);
+				  int mr_flags, struct peer *win);
 
 /* Poll one completion (at most 20 s) */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -218,13 +227,50 @@ static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 	       ibv_wc_status_str(wc.status), wc.opcode);
 }
 
+/* -L: the rights of the MR the window is bound to, as programs pass them */
+#define MR_FLAGS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND)
+
+static struct ibv_mw *bind_window_1(struct ibv_pd *pd, struct ibv_qp *qp,
+				    struct ibv_cq *cq, struct ibv_mr *mr,
+				    struct peer *win)
+{
+	struct ibv_mw_bind mb = { 0 };
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	int err;
+
+	result(mw != NULL, "server: ibv_alloc_mw(IBV_MW_TYPE_1)", "errno %d",
+	       errno);
+	if (!mw)
+		return NULL;
+	mb.wr_id = 8;
+	mb.send_flags = IBV_SEND_SIGNALED;
+	mb.bind_info.mr = mr;
+	mb.bind_info.addr = (uintptr_t)mr->addr + MW_OFF;
+	mb.bind_info.length = MW_LEN;
+	mb.bind_info.mw_access_flags = MR_FLAGS;
+	err = ibv_bind_mw(qp, mw, &mb);
+	result(!err, "server: ibv_bind_mw with the MR's flags (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | MW_BIND) posted",
+	       "%s", strerror(err));
+	if (!err)
+		expect_wc(cq, 8, IBV_WC_SUCCESS, IBV_WC_BIND_MW,
+			  "server: the type 1 window is bound (IBV_WC_BIND_MW)");
+	/* the client tries its key all the same: its WRITE must fail then */
+	win->rkey = mw->rkey;
+	win->addr = mb.bind_info.addr;
+	return mw;
+}
+
 static struct ibv_mw *bind_window(struct ibv_pd *pd, struct ibv_qp *qp,
 				  struct ibv_cq *cq, struct ibv_mr *mr,
-				  struct peer *win)
+				  int mr_flags, struct peer *win)
 {
 	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_mw *mw;
 
+	if (mr_flags)
+		return bind_window_1(pd, qp, cq, mr, win);
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
 	result(mw != NULL, "server: ibv_alloc_mw(IBV_MW_TYPE_2)", "errno %d",
 	       errno);
 	if (!mw)
@@ -255,9 +301,37 @@ static void fill_pattern(uint8_t *b)
 		b[i] = (uint8_t)(i * 7 + 3);
 }
 
+/* -L: READ back through the window the 16 bytes the client wrote there */
+static void read_back(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+		      const struct peer *win)
+{
+	uint8_t *got = (uint8_t *)mr->addr + 256, want[16];
+	struct ibv_sge sge = { .addr = (uintptr_t)got, .length = 16,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	memset(got, 0, 16);
+	memset(want, 0x5a, 16);
+	wr.wr_id = 10;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = win->addr;
+	wr.wr.rdma.rkey = win->rkey;
+	result(!ibv_post_send(qp, &wr, &bad),
+	       "client: a READ through the window posted", "%s",
+	       strerror(errno));
+	expect_wc(cq, 10, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		  "client: a READ through the window completes (its remote read right kept)");
+	result(!memcmp(got, want, 16),
+	       "client: the READ through the window returns the bytes written through it",
+	       NULL);
+}
+
 static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 		   const struct peer *srv, int no_flush, const struct peer *win,
-		   int no_bounds)
+		   int no_bounds, int mr_flags)
 {
 	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
 	uint8_t *buf = mr->addr;
@@ -304,7 +378,11 @@ static void client(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 		result(!ibv_wr_complete(qpx), "client: a WRITE through the window posted",
 		       "%s", strerror(errno));
 		expect_wc(cq, 6, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+			  mr_flags ?
+			  "client: a WRITE through the server's type 1 window (bound with the MR's flags) completes" :
 			  "client: a WRITE through the server's type 2 window completes");
+		if (mr_flags)
+			read_back(qp, cq, mr, win);
 		if (no_bounds)
 			return;
 		ibv_wr_start(qpx);
@@ -358,7 +436,7 @@ int main(int argc, char **argv)
 {
 	const char *devname = NULL, *port = "18900", *srv_ip = NULL;
 	int gidx = 0, opt, fd, access, err, no_flush = 0, windows = 0;
-	int no_bounds = 0;
+	int no_bounds = 0, mr_flags = 0;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	struct ibv_device_attr_ex dattr;
@@ -372,10 +450,13 @@ int main(int argc, char **argv)
 	char ok = 1;
 	int i;
 
-	while ((opt = getopt(argc, argv, "d:g:p:FMB")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:FMBL")) != -1) {
 		switch (opt) {
 		case 'B':
 			no_bounds = 1;
+			break;
+		case 'L':
+			mr_flags = 1;
 			break;
 		case 'F':
 			no_flush = 1;
@@ -393,7 +474,7 @@ int main(int argc, char **argv)
 			port = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV -g GIDX -p PORT [-F] [-M [-B]] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV -g GIDX -p PORT [-F] [-M [-B] [-L]] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -422,8 +503,11 @@ int main(int argc, char **argv)
 	fill_pattern(buf);
 	access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		 IBV_ACCESS_FLUSH_GLOBAL;
+	if (mr_flags)	/* the QPs too: the client READs through the window */
+		access |= IBV_ACCESS_REMOTE_READ;
 	mr = ibv_reg_mr(pd, buf, REGION, access |
-			(windows && !srv_ip ? IBV_ACCESS_MW_BIND : 0));
+			(windows && !srv_ip ? IBV_ACCESS_MW_BIND : 0) |
+			(mr_flags && !srv_ip ? MR_FLAGS : 0));
 	if (!mr)
 		die("ibv_reg_mr with IBV_ACCESS_FLUSH_GLOBAL");
 	{
@@ -464,7 +548,7 @@ int main(int argc, char **argv)
 		die("sync over TCP");
 	/* -M: the server's window, bound now that its QP is at RTS */
 	if (windows && !srv_ip) {
-		mw = bind_window(pd, qp, cq, mr, &win);
+		mw = bind_window(pd, qp, cq, mr, mr_flags, &win);
 		if (send_all(fd, &win, sizeof(win)))
 			die("window over TCP");
 	} else if (windows && recv_all(fd, &win, sizeof(win))) {
@@ -472,7 +556,7 @@ int main(int argc, char **argv)
 	}
 	if (srv_ip) {
 		client(qp, cq, mr, &them, no_flush, windows ? &win : NULL,
-		       no_bounds);
+		       no_bounds, mr_flags);
 		ok = !failed;
 		if (send_all(fd, &ok, 1))
 			die("done over TCP");

@@ -81,6 +81,13 @@ if [ -x /qhca/qhca-place ]; then
 	pcheck "qhca-place -M: memory window" 1 2 60 "tcp:$VPORT" \
 		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M" \
 		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M \$SRV" v_place
+	# a type 1 window bound with the rights programs give their MR
+	# (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | MW_BIND): local rights
+	# in a bind are ignored, as Soft-RoCE and mlx5 do
+	vport
+	pcheck "qhca-place -M -L: a window bound with the MR's flags" 1 2 60 "tcp:$VPORT" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M -L" \
+		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M -L \$SRV" v_place
 fi
 
 # --- perftest: 1 byte, 64 KiB, 1 MiB; with and without rdma_cm --------------------------------
