@@ -15,7 +15,6 @@
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
 #include "qemu/bswap.h"
-#include "qobject/qdict.h"
 #include "qhca-wire.h"
 
 /*
@@ -750,22 +749,6 @@ static void test_hostile_qp_state_budget(void)
     pair_stop(&p);
 }
 
-/* Wait for the DEVICE_DELETED event of device @id */
-static void wait_device_deleted(QTestState *qts, const char *id)
-{
-    for (;;) {
-        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
-        QDict *data = qdict_get_qdict(resp, "data");
-        bool found = data && qdict_haskey(data, "device") &&
-                     !strcmp(qdict_get_str(data, "device"), id);
-
-        qobject_unref(resp);
-        if (found) {
-            return;
-        }
-    }
-}
-
 /*
  * Device B sits behind a PCIe root port and is unplugged while its QPs are
  * busy: a 64 KiB RDMA WRITE and a 64 KiB RDMA READ of B's are on the wire
@@ -888,7 +871,6 @@ static void test_hostile_mcast_flood(void)
     Mr mb;
     struct qhca_cmd_mcast m = { 0 };
     struct qhca_cmd_create_qp cq;
-    struct qhca_qp_attr at = { 0 };
     struct qhca_sge s;
     QhcaRoceHdr h;
     uint64_t sq, rq;
@@ -898,15 +880,7 @@ static void test_hostile_mcast_flood(void)
     pair_start(&p, WIRE_BLACKHOLE);
     end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
     end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
-    at.qp_state = QHCA_QPS_INIT;
-    at.qkey = cpu_to_le32(0x77);
-    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE |
-                                   QHCA_QP_ATTR_PKEY_INDEX |
-                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
-                                   &at), ==, QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTR;
-    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE, &at), ==,
-                    QHCA_CMD_OK);
+    ud_up(&b, 0x77, false);
 
     m.gid[10] = m.gid[11] = 0xff;
     stl_be_p(&m.gid[12], 0xef000001);           /* 239.0.0.1 */
@@ -980,7 +954,6 @@ static void test_hostile_mcast_bad_source(void)
     End a, b;
     Mr mb;
     struct qhca_cmd_mcast m4 = { 0 }, m6 = { 0 };
-    struct qhca_qp_attr at = { 0 };
     struct qhca_sge s;
     struct qhca_cqe c;
     QhcaRoceHdr h, h6;
@@ -990,15 +963,7 @@ static void test_hostile_mcast_bad_source(void)
     pair_start(&p, WIRE_BLACKHOLE);
     end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
     end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
-    at.qp_state = QHCA_QPS_INIT;
-    at.qkey = cpu_to_le32(0x77);
-    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE |
-                                   QHCA_QP_ATTR_PKEY_INDEX |
-                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
-                                   &at), ==, QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTR;
-    g_assert_cmpint(qhca_modify_qp(&p.b, b.qpn, QHCA_QP_ATTR_STATE, &at), ==,
-                    QHCA_CMD_OK);
+    ud_up(&b, 0x77, false);
     m4.gid[10] = m4.gid[11] = 0xff;
     stl_be_p(&m4.gid[12], 0xef010203);          /* 239.1.2.3 */
     m4.qpn = cpu_to_le32(b.qpn);

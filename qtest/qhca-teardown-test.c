@@ -19,7 +19,6 @@
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
 #include "qemu/bswap.h"
-#include "qobject/qdict.h"
 #include "qhca-wire.h"
 
 /* What the guest aims B at */
@@ -36,7 +35,7 @@ typedef enum Path {
     PATH_WIRE_DMA,              /* the same, the hit is A's RDMA WRITE's data */
     PATH_TIMER,                 /* B's retransmission timer: retry exceeded */
     PATH_CMDQ,                  /* B's command queue: a command's completion */
-    PATH_CMDQ_DMA,              /* the same, the hit is the command's response */
+    PATH_CMDQ_DMA,              /* the same, hit by the command's response */
 } Path;
 
 typedef struct Case {
@@ -91,19 +90,6 @@ static void hit_target(Pair *p, Hit hit, uint64_t *addr, uint32_t *data)
     }
 }
 
-/* An AH of @e's to the UD QP of a device at @ip, @mac */
-static uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac)
-{
-    struct qhca_cmd_create_ah ah = { 0 };
-
-    ah.pdn = cpu_to_le32(e->pdn);
-    ah.hop_limit = 64;
-    ah.dgid[10] = ah.dgid[11] = 0xff;
-    stl_be_p(&ah.dgid[12], ip);
-    memcpy(ah.dmac, mac, 6);
-    return qhca_cmd_ok(e->d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
-}
-
 /* A signalled UD SEND of 16 bytes of @m from @e to QPN @qpn via AH @ahn */
 static void ud_send(End *e, uint64_t wr_id, uint32_t ahn, uint32_t qpn,
                     const Mr *m)
@@ -145,24 +131,6 @@ static void arm_b(End *b)
 {
     qhca_db(b->d, 0, QHCA_DB_EQ, b->eqn | QHCA_DB_EQ_ARM);
     qhca_db(b->d, 0, QHCA_DB_CQ_ARM, b->cqn | (uint32_t)b->cq_ci << 16);
-}
-
-static void ud_up(End *e)
-{
-    struct qhca_qp_attr at = { 0 };
-
-    at.qp_state = QHCA_QPS_INIT;
-    at.qkey = cpu_to_le32(0x1234);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
-                                   QHCA_QP_ATTR_PKEY_INDEX |
-                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
-                                   &at), ==, QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTR;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE, &at), ==,
-                    QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTS;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
-                                   QHCA_QP_ATTR_SQ_PSN, &at), ==, QHCA_CMD_OK);
 }
 
 /* An MR of @e's whose one page is guest-physical @page (anything there) */
@@ -238,22 +206,6 @@ static void run_clock(Pair *p, int ms)
     for (i = 0; i < ms; i++) {
         wire_pump();
         qtest_clock_step(p->qs->qts, 1000 * 1000);
-    }
-}
-
-/* Wait for the DEVICE_DELETED event of device @id */
-static void wait_device_deleted(QTestState *qts, const char *id)
-{
-    for (;;) {
-        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
-        QDict *data = qdict_get_qdict(resp, "data");
-        bool found = data && qdict_haskey(data, "device") &&
-                     !strcmp(qdict_get_str(data, "device"), id);
-
-        qobject_unref(resp);
-        if (found) {
-            return;
-        }
     }
 }
 
@@ -384,8 +336,8 @@ static void run_case(const void *opaque)
     if (t->path == PATH_DOORBELL) {
         end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
         end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
-        ud_up(&a);
-        ud_up(&b);
+        ud_up(&a, 0x1234, true);
+        ud_up(&b, 0x1234, true);
     } else {
         rc_pair(&p, &a, &b, &o, false);
     }

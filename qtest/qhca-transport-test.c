@@ -1247,35 +1247,7 @@ static void loop_rc_ends(Pair *p, End *a1, End *a2, const ConnOpts *o1,
 
 #define M(x) QHCA_QP_ATTR_##x
 
-static void ud_rts(End *e, uint32_t qkey)
-{
-    struct qhca_qp_attr at = { 0 };
-
-    at.qp_state = QHCA_QPS_INIT;
-    at.qkey = cpu_to_le32(qkey);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(PKEY_INDEX) |
-                                   M(PORT) | M(QKEY), &at), ==, QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTR;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE), &at), ==,
-                    QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTS;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(SQ_PSN), &at), ==,
-                    QHCA_CMD_OK);
-}
-
 #undef M
-
-static uint32_t mk_ah_to(End *e, uint32_t ip, const uint8_t *mac)
-{
-    struct qhca_cmd_create_ah ah = { 0 };
-
-    ah.pdn = cpu_to_le32(e->pdn);
-    ah.hop_limit = 64;
-    ah.dgid[10] = ah.dgid[11] = 0xff;
-    stl_be_p(&ah.dgid[12], ip);
-    memcpy(ah.dmac, mac, 6);
-    return qhca_cmd_ok(e->d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
-}
 
 static struct qhca_send_wqe ud_wqe(uint8_t opcode, uint64_t wr_id,
                                    uint32_t ahn, uint32_t qpn, uint32_t qkey)
@@ -1438,11 +1410,11 @@ static void test_loopback_ud(void)
     end_create(&b1, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     end_create(&b2, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     g_assert_cmpuint(b2.qpn, ==, u2.qpn);
-    ud_rts(&u1, 0x1234);
-    ud_rts(&u2, 0x1234);
-    ud_rts(&b1, 0x1234);
-    ud_rts(&b2, 0x1234);
-    ahn = mk_ah_to(&u1, IP_A, mac_a);
+    ud_up(&u1, 0x1234, true);
+    ud_up(&u2, 0x1234, true);
+    ud_up(&b1, 0x1234, true);
+    ud_up(&b2, 0x1234, true);
+    ahn = ud_ah(&u1, IP_A, mac_a);
     m1 = mr_reg(&p.a, u1.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     m2 = mr_reg(&p.a, u2.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     mb = mr_reg(&p.b, b2.pdn, 8192, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
@@ -1526,9 +1498,9 @@ static void test_loopback_bad_frames(void)
     pair_start(&p, WIRE_PASS);
     end_create(&u1, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
     end_create(&u2, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
-    ud_rts(&u1, 0x1234);
-    ud_rts(&u2, 0x1234);
-    ahn = mk_ah_to(&u1, IP_A, mac_a);
+    ud_up(&u1, 0x1234, true);
+    ud_up(&u2, 0x1234, true);
+    ahn = ud_ah(&u1, IP_A, mac_a);
     m1 = mr_reg(&p.a, u1.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     m2 = mr_reg(&p.a, u2.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     fill(out, sizeof(out), 3);
@@ -2710,10 +2682,10 @@ static void test_ipv6_ud(void)
     end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     add_gid6(&a);
     add_gid6(&b);
-    ud_rts(&a, 0x1234);
-    ud_rts(&b, 0x1234);
+    ud_up(&a, 0x1234, true);
+    ud_up(&b, 0x1234, true);
     ahn6 = mk_ah6(&a, &b, &g, GID6_INDEX);
-    ahn4 = mk_ah_to(&a, IP_B, mac_b);
+    ahn4 = ud_ah(&a, IP_B, mac_b);
     ma = mr_reg(&p.a, a.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     fill(out, sizeof(out), 66);
@@ -2950,7 +2922,7 @@ static void test_ipv6_ud_hostile(void)
     end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
     end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     add_gid6(&b);
-    ud_rts(&b, 0x4444);
+    ud_up(&b, 0x4444, true);
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     s = sge(&mb, 0, sizeof(in));
     post_recv(&b, 0x691, &s, 1);
@@ -3153,11 +3125,11 @@ static void test_mcast_ud(void)
     end_create(&r1, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     end_create(&r2, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     end_create(&r3, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
-    ud_rts(&u, 0x1234);
-    ud_rts(&a2, 0x1234);
-    ud_rts(&r1, 0x1234);
-    ud_rts(&r2, 0x1234);
-    ud_rts(&r3, 0x4321);
+    ud_up(&u, 0x1234, true);
+    ud_up(&a2, 0x1234, true);
+    ud_up(&r1, 0x1234, true);
+    ud_up(&r2, 0x1234, true);
+    ud_up(&r3, 0x4321, true);
     attach4(&a2, GROUP_A);
     attach4(&r1, GROUP_A);
     attach4(&r2, GROUP_A);
@@ -3285,7 +3257,7 @@ static void test_mcast_hostile(void)
     end_create(&a, &p.a, QHCA_QPT_UD, IP_A, mac_a, false);
     end_create(&b, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     end_create(&rc, &p.b, QHCA_QPT_RC, IP_B, mac_b, false);
-    ud_rts(&b, 0x4444);
+    ud_up(&b, 0x4444, true);
     attach4(&b, GROUP_A);
     mb = mr_reg(&p.b, b.pdn, 4096, QHCA_ACCESS_LOCAL_WRITE, 0x1000);
     s = sge(&mb, 0, 40 + sizeof(payload));
@@ -3512,8 +3484,8 @@ static void test_mcast_ipv6(void)
     end_create(&r, &p.b, QHCA_QPT_UD, IP_B, mac_b, false);
     add_gid6(&u);
     add_gid6(&r);
-    ud_rts(&u, 0x66);
-    ud_rts(&r, 0x66);
+    ud_up(&u, 0x66, true);
+    ud_up(&r, 0x66, true);
     g_assert_cmpint(mcast(&r, QHCA_CMD_ATTACH_MCAST, r.qpn, g), ==,
                     QHCA_CMD_OK);
 

@@ -11,6 +11,7 @@
 #include "hw/pci/pci_regs.h"
 #include "qemu/bswap.h"
 #include "qemu/iov.h"
+#include "qobject/qdict.h"
 #include "qhca-wire.h"
 
 /*
@@ -724,4 +725,55 @@ uint64_t ecam_enable(Pair *p)
 uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg)
 {
     return PAIR_ECAM_BASE + ((uint64_t)dev->devfn << 12) + reg;
+}
+
+/* Take UD QP @e RESET -> INIT (Q_Key @qkey) -> RTR, and to RTS if @rts */
+void ud_up(End *e, uint32_t qkey, bool rts)
+{
+    struct qhca_qp_attr at = { 0 };
+
+    at.qp_state = QHCA_QPS_INIT;
+    at.qkey = cpu_to_le32(qkey);
+    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
+                                   QHCA_QP_ATTR_PKEY_INDEX |
+                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
+                                   &at), ==, QHCA_CMD_OK);
+    at.qp_state = QHCA_QPS_RTR;
+    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE, &at), ==,
+                    QHCA_CMD_OK);
+    if (rts) {
+        at.qp_state = QHCA_QPS_RTS;
+        g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
+                                       QHCA_QP_ATTR_SQ_PSN, &at), ==,
+                        QHCA_CMD_OK);
+    }
+}
+
+/* Wait for the DEVICE_DELETED event of device @id */
+void wait_device_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        bool found = data && qdict_haskey(data, "device") &&
+                     !strcmp(qdict_get_str(data, "device"), id);
+
+        qobject_unref(resp);
+        if (found) {
+            return;
+        }
+    }
+}
+
+/* An AH of @e's to the device at @ip, @mac (IPv4, hop limit 64) */
+uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac)
+{
+    struct qhca_cmd_create_ah ah = { 0 };
+
+    ah.pdn = cpu_to_le32(e->pdn);
+    ah.hop_limit = 64;
+    ah.dgid[10] = ah.dgid[11] = 0xff;
+    stl_be_p(&ah.dgid[12], ip);
+    memcpy(ah.dmac, mac, 6);
+    return qhca_cmd_ok(e->d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
 }

@@ -167,6 +167,9 @@ void settle(Pair *p, int steps);
 void msix_aim(QQhca *d, unsigned vec, uint64_t addr, uint32_t val);
 void msix_aim_at_self(QQhca *d, unsigned vec, uint32_t reg,
                       uint32_t val);
+void ud_up(End *e, uint32_t qkey, bool rts);
+uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac);
+void wait_device_deleted(QTestState *qts, const char *id);
 /* Turn q35's ECAM window on; its base */
 uint64_t ecam_enable(Pair *p);
 uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg);
