@@ -484,7 +484,7 @@ uint32_t qhca_qp_engine_units(uint32_t sq_log_depth)
                         ((uint64_t)sizeof(QhcaWqeState) << sq_log_depth), 8);
 }
 
-/* The caller has checked that qhca_qp_engine_units() fit in the budget */
+/* The caller has charged qhca_qp_engine_units() to the budget */
 void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp)
 {
     qp->eng = g_new0(QhcaQpEngine, 1);
@@ -492,7 +492,6 @@ void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp)
     qp->eng->deadline = -1;
     qp->eng->units = qhca_qp_engine_units(qp->sq.log_depth);
     qp->eng->window_bytes = c->window_bytes;
-    c->pages_used += qp->eng->units;
     /* the run loop and the timer visit only the QPs that exist */
     qp->eng->live_idx = c->nlive;
     c->live_qpn[c->nlive++] = qp->qpn;
@@ -508,7 +507,6 @@ void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
     if (last && last != qp) {
         last->eng->live_idx = idx;
     }
-    c->pages_used -= qp->eng->units;
     g_free(qp->eng->wqe);
     g_free(qp->eng);
     qp->eng = NULL;

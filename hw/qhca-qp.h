@@ -1,6 +1,8 @@
 /*
  * qhca QP engine: the transport (requester, responder, completer) behind
- * the QPs that qhca-core.c creates.
+ * the QPs that the commands (qhca-cmd-qp.c) create.  It uses the layers
+ * below it (qhca-state.h, qhca-mem.h, qhca-cq.h, qhca-mr.h) and is used by
+ * the commands and the device's entry points (qhca-core.c).
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -10,7 +12,8 @@
 #ifndef HW_QHCA_QP_H
 #define HW_QHCA_QP_H
 
-#include "qhca-core.h"
+#include "qhca-cq.h"
+#include "qhca-mr.h"
 
 uint32_t qhca_qp_engine_units(uint32_t sq_log_depth);
 void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp);
