@@ -543,7 +543,7 @@ REFUSED = {}
 def check(name, path):
     rc, text = run_fuzzer(path, trace=True)
     missing = [e for e in EXPECT[name] if not re.search(e, text)]
-    for m in re.finditer(r'qhca_cmd (opcode 0x\w+ cookie 0x\w+ status [1-9]\d*)',
+    for m in re.finditer(r'qhca_cmd \w+ (opcode 0x\w+ cookie 0x\w+ status [1-9]\d*)',
                          text):
         if m.group(1) not in REFUSED.get(name, set()):
             missing.append('command OK, not ' + m.group(1))
