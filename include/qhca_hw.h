@@ -727,6 +727,7 @@ enum qhca_wqe_opcode {			/* Linux's enum ib_wr_opcode numbering */
 	QHCA_WQE_ATOMIC_WRITE		= 0x0f,	/* RC; rdma.*, no SGEs */
 	QHCA_WQE_REG_MR			= 0x20,	/* fast registration */
 };
+/* The QP types and fields of each: qhca_wqe_op_info(), after the CQEs */
 
 /* The largest message, and FLUSH range (the port's max_msg_sz): 2 GiB */
 #define QHCA_MAX_MSG_SIZE		0x80000000ull
@@ -1018,5 +1019,155 @@ QHCA_CHECK_SIZE(struct qhca_cqe, QHCA_CQE_SIZE);
 #define QHCA_GRH_SIZE			40
 #define QHCA_NET_ROCE_V2_IPV4		2
 #define QHCA_NET_ROCE_V2_IPV6		3
+
+/* ------------------------------------------------------------------------
+ * The send opcodes: one table of what each WQE opcode is.  Per opcode: the
+ * QP types that may post it, the header fields it uses, how the device
+ * executes it, and the opcode of its CQE on the requester side.  The
+ * device checks WQEs against it, the driver and the provider build them
+ * from it; adding an opcode is one entry here and its executor.
+ * docs/hardware.md section 8 shows it as a table, and
+ * tests/unit/test-qhca-opcodes.c checks it.
+ *
+ * QP types are a bit mask of enum qhca_qp_type values.
+ */
+#define QHCA_QPT_BIT(type)		(1u << (type))
+#define QHCA_QPT_BITS_CONN		(QHCA_QPT_BIT(QHCA_QPT_RC) | \
+					 QHCA_QPT_BIT(QHCA_QPT_UC))
+#define QHCA_QPT_BITS_ANY		(QHCA_QPT_BITS_CONN | \
+					 QHCA_QPT_BIT(QHCA_QPT_UD) | \
+					 QHCA_QPT_BIT(QHCA_QPT_GSI))
+
+/* What an opcode carries in struct qhca_send_wqe and how it is executed */
+#define QHCA_WQE_OPF_REMOTE		(1u << 0)	/* rdma.remote_addr, rdma.rkey */
+#define QHCA_WQE_OPF_IMM		(1u << 1)	/* imm_data */
+/*
+ * rdma.compare_add and (CMP_AND_SWP) rdma.swap are the operands; the SGEs
+ * total exactly 8 bytes, where the original value lands (else LOC_LEN_ERR)
+ */
+#define QHCA_WQE_OPF_ATOMIC		(1u << 2)
+/* QHCA_WQE_INLINE allowed: it carries data from the SQ to the wire */
+#define QHCA_WQE_OPF_INLINE		(1u << 3)
+#define QHCA_WQE_OPF_INV		(1u << 4)	/* invalidate_rkey */
+/* Executed by the device itself: nothing is sent, no PSN, no response */
+#define QHCA_WQE_OPF_LOCAL		(1u << 5)
+/*
+ * Answered with a READ or ATOMIC response, not an ACK: one of the QP's
+ * max_rd_atomic outstanding requests and of the responder's resources
+ */
+#define QHCA_WQE_OPF_RD_ATOMIC		(1u << 6)
+/* Everything is in the header: a WQE with SGEs is LOC_QP_OP_ERR */
+#define QHCA_WQE_OPF_NO_SGE		(1u << 7)
+
+/* One more than the largest WQE opcode: the table's size */
+#define QHCA_WQE_OP_COUNT		(QHCA_WQE_REG_MR + 1)
+
+struct qhca_wqe_op_info {
+	qhca_u32 flags;			/* QHCA_WQE_OPF_* */
+	qhca_u8 qp_types;		/* QHCA_QPT_BIT() of each type that may post it */
+	qhca_u8 cqe_opcode;		/* enum qhca_cqe_opcode of its send CQE */
+};
+
+/*
+ * The entry of WQE opcode @opcode, or NULL for a value that is no opcode
+ * (any 32-bit value: the driver passes its enum ib_wr_opcode as it is).
+ * The table is inside the function so that a file that does not use it
+ * has no unused variable.
+ */
+static inline const struct qhca_wqe_op_info *qhca_wqe_op_info(qhca_u32 opcode)
+{
+	static const struct qhca_wqe_op_info ops[QHCA_WQE_OP_COUNT] = {
+		[QHCA_WQE_RDMA_WRITE] = {
+			.qp_types = QHCA_QPT_BITS_CONN,
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_INLINE,
+			.cqe_opcode = QHCA_CQE_OP_RDMA_WRITE,
+		},
+		[QHCA_WQE_RDMA_WRITE_WITH_IMM] = {
+			.qp_types = QHCA_QPT_BITS_CONN,
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_IMM |
+				 QHCA_WQE_OPF_INLINE,
+			.cqe_opcode = QHCA_CQE_OP_RDMA_WRITE,
+		},
+		[QHCA_WQE_SEND] = {
+			.qp_types = QHCA_QPT_BITS_ANY,
+			.flags = QHCA_WQE_OPF_INLINE,
+			.cqe_opcode = QHCA_CQE_OP_SEND,
+		},
+		[QHCA_WQE_SEND_WITH_IMM] = {
+			.qp_types = QHCA_QPT_BITS_ANY,
+			.flags = QHCA_WQE_OPF_IMM | QHCA_WQE_OPF_INLINE,
+			.cqe_opcode = QHCA_CQE_OP_SEND,
+		},
+		[QHCA_WQE_RDMA_READ] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_RD_ATOMIC,
+			.cqe_opcode = QHCA_CQE_OP_RDMA_READ,
+		},
+		[QHCA_WQE_ATOMIC_CMP_AND_SWP] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_ATOMIC |
+				 QHCA_WQE_OPF_RD_ATOMIC,
+			.cqe_opcode = QHCA_CQE_OP_COMP_SWAP,
+		},
+		[QHCA_WQE_ATOMIC_FETCH_AND_ADD] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_ATOMIC |
+				 QHCA_WQE_OPF_RD_ATOMIC,
+			.cqe_opcode = QHCA_CQE_OP_FETCH_ADD,
+		},
+		[QHCA_WQE_LOCAL_INV] = {
+			.qp_types = QHCA_QPT_BITS_ANY,
+			.flags = QHCA_WQE_OPF_INV | QHCA_WQE_OPF_LOCAL,
+			.cqe_opcode = QHCA_CQE_OP_LOCAL_INV,
+		},
+		[QHCA_WQE_BIND_MW] = {
+			.qp_types = QHCA_QPT_BITS_CONN,
+			.flags = QHCA_WQE_OPF_LOCAL | QHCA_WQE_OPF_NO_SGE,
+			.cqe_opcode = QHCA_CQE_OP_BIND_MW,
+		},
+		[QHCA_WQE_SEND_WITH_INV] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_INV | QHCA_WQE_OPF_INLINE,
+			.cqe_opcode = QHCA_CQE_OP_SEND,
+		},
+		[QHCA_WQE_FLUSH] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_RD_ATOMIC |
+				 QHCA_WQE_OPF_NO_SGE,
+			.cqe_opcode = QHCA_CQE_OP_FLUSH,
+		},
+		[QHCA_WQE_ATOMIC_WRITE] = {
+			.qp_types = QHCA_QPT_BIT(QHCA_QPT_RC),
+			.flags = QHCA_WQE_OPF_REMOTE | QHCA_WQE_OPF_RD_ATOMIC |
+				 QHCA_WQE_OPF_NO_SGE,
+			.cqe_opcode = QHCA_CQE_OP_ATOMIC_WRITE,
+		},
+		[QHCA_WQE_REG_MR] = {
+			.qp_types = QHCA_QPT_BITS_ANY,
+			.flags = QHCA_WQE_OPF_LOCAL,
+			.cqe_opcode = QHCA_CQE_OP_REG_MR,
+		},
+	};
+
+	if (opcode >= QHCA_WQE_OP_COUNT || !ops[opcode].qp_types)
+		return (const struct qhca_wqe_op_info *)0;
+	return &ops[opcode];
+}
+
+/* Nonzero if a QP of @qp_type (enum qhca_qp_type) may post @opcode */
+static inline int qhca_wqe_op_allowed(qhca_u32 opcode, qhca_u32 qp_type)
+{
+	const struct qhca_wqe_op_info *op = qhca_wqe_op_info(opcode);
+
+	return op && qp_type < 8 && (op->qp_types & QHCA_QPT_BIT(qp_type));
+}
+
+/* Nonzero if @opcode is an opcode with every QHCA_WQE_OPF_* bit of @flags */
+static inline int qhca_wqe_op_has(qhca_u32 opcode, qhca_u32 flags)
+{
+	const struct qhca_wqe_op_info *op = qhca_wqe_op_info(opcode);
+
+	return op && (op->flags & flags) == flags;
+}
 
 #endif /* QHCA_HW_H */
