@@ -248,7 +248,6 @@ int qhca_wqe_set_inline(struct qhca_send_wqe *wqe, const struct ibv_sge *sg,
 int qhca_wqe_set_inline_list(struct qhca_send_wqe *wqe,
 			     const struct ibv_data_buf *buf, size_t num_buf,
 			     uint32_t max_inline);
-bool qhca_hw_op_has_payload(uint8_t hw_op);
 int qhca_build_send_wqe(void *wqe, const struct qhca_sq_params *p,
 			const struct ibv_send_wr *wr);
 int qhca_build_recv_wqe(void *wqe, uint32_t max_sge,

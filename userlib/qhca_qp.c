@@ -789,9 +789,9 @@ static void qhca_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 
 	if (!qp->wr_cur)
 		return;
+	/* a local operation (LOCAL_INV, BIND_MW) has no SGEs */
 	if (num_sge > qp->sqp.max_sge ||
-	    qp->wr_cur->opcode == QHCA_WQE_LOCAL_INV ||
-	    qp->wr_cur->opcode == QHCA_WQE_BIND_MW) {
+	    qhca_wqe_op_has(qp->wr_cur->opcode, QHCA_WQE_OPF_LOCAL)) {
 		qp->wr_err = EINVAL;
 		return;
 	}
@@ -814,7 +814,7 @@ static void qhca_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx,
 
 	if (!qp->wr_cur)
 		return;
-	if (!qhca_hw_op_has_payload(qp->wr_cur->opcode) ||
+	if (!qhca_wqe_op_has(qp->wr_cur->opcode, QHCA_WQE_OPF_INLINE) ||
 	    qhca_wqe_set_inline_list(qp->wr_cur, buf_list, num_buf,
 				     qp->sqp.max_inline))
 		qp->wr_err = EINVAL;

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <ccan/array_size.h>
+
 #include "qhca.h"
 
 /*
@@ -98,114 +100,101 @@ int qhca_check_srq_resp(const struct qhca_create_srq_resp *resp,
 }
 
 /*
- * Send opcodes.  The device numbers them as Linux's enum ib_wr_opcode;
- * libibverbs' enum ibv_wr_opcode happens to agree for these, but the map is
- * explicit so that neither side depends on it.
+ * Send opcodes.  Which QP types may post an opcode and what it carries is
+ * the device's table (qhca_wqe_op_info() in qhca_hw.h); this one gives
+ * libibverbs' names for the opcodes, indexed by enum ibv_wr_opcode: the
+ * device's opcode and the ibv_wr_*() operation (its send_ops_flags bit).
+ * The device numbers its opcodes as Linux's enum ib_wr_opcode; libibverbs'
+ * enum ibv_wr_opcode happens to agree for these, but the map is explicit so
+ * that neither side depends on it.  FLUSH and ATOMIC WRITE have no
+ * ibv_post_send() form (struct ibv_send_wr has no field for them, and
+ * rdma-core's own providers refuse them there too); REG_MR is the kernel's
+ * alone.  An entry without send_op is no opcode.
  */
+static const struct qhca_wr_op {
+	uint64_t send_op;		/* IBV_QP_EX_WITH_* */
+	uint8_t hw_op;			/* enum qhca_wqe_opcode */
+	bool post_send;			/* ibv_post_send() takes it */
+} qhca_wr_ops[] = {
+	[IBV_WR_RDMA_WRITE] = { IBV_QP_EX_WITH_RDMA_WRITE,
+				QHCA_WQE_RDMA_WRITE, true },
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+					 QHCA_WQE_RDMA_WRITE_WITH_IMM, true },
+	[IBV_WR_SEND] = { IBV_QP_EX_WITH_SEND, QHCA_WQE_SEND, true },
+	[IBV_WR_SEND_WITH_IMM] = { IBV_QP_EX_WITH_SEND_WITH_IMM,
+				   QHCA_WQE_SEND_WITH_IMM, true },
+	[IBV_WR_RDMA_READ] = { IBV_QP_EX_WITH_RDMA_READ, QHCA_WQE_RDMA_READ,
+			       true },
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = { IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+					QHCA_WQE_ATOMIC_CMP_AND_SWP, true },
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+					  QHCA_WQE_ATOMIC_FETCH_AND_ADD, true },
+	[IBV_WR_LOCAL_INV] = { IBV_QP_EX_WITH_LOCAL_INV, QHCA_WQE_LOCAL_INV,
+			       true },
+	[IBV_WR_BIND_MW] = { IBV_QP_EX_WITH_BIND_MW, QHCA_WQE_BIND_MW, true },
+	[IBV_WR_SEND_WITH_INV] = { IBV_QP_EX_WITH_SEND_WITH_INV,
+				   QHCA_WQE_SEND_WITH_INV, true },
+#ifdef QHCA_HAVE_IBV_FLUSH
+	[IBV_WR_FLUSH] = { IBV_QP_EX_WITH_FLUSH, QHCA_WQE_FLUSH, false },
+#endif
+	[IBV_WR_ATOMIC_WRITE] = { IBV_QP_EX_WITH_ATOMIC_WRITE,
+				  QHCA_WQE_ATOMIC_WRITE, false },
+};
+
+/* The device's QP type of a user QP; 0, which is none, for the others */
+static uint32_t qhca_hw_qp_type(enum ibv_qp_type qp_type)
+{
+	switch (qp_type) {
+	case IBV_QPT_RC:
+		return QHCA_QPT_RC;
+	case IBV_QPT_UC:
+		return QHCA_QPT_UC;
+	case IBV_QPT_UD:
+		return QHCA_QPT_UD;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * May a user QP of @qp_type post @hw_op: what the device's table allows,
+ * except that UD QPs get the two datagram sends alone, as mlx5's do, and
+ * not the local operations the device takes on any QP (the kernel posts
+ * LOCAL_INV and REG_MR on any of its QPs).
+ */
+static bool qhca_user_op_allowed(uint8_t hw_op, enum ibv_qp_type qp_type)
+{
+	if (qp_type == IBV_QPT_UD && qhca_wqe_op_has(hw_op, QHCA_WQE_OPF_LOCAL))
+		return false;
+	return qhca_wqe_op_allowed(hw_op, qhca_hw_qp_type(qp_type));
+}
+
 int qhca_wr_opcode(enum ibv_wr_opcode op, enum ibv_qp_type qp_type,
 		   uint8_t *hw_op)
 {
-	switch (op) {
-	case IBV_WR_SEND:
-		*hw_op = QHCA_WQE_SEND;
-		return 0;
-	case IBV_WR_SEND_WITH_IMM:
-		*hw_op = QHCA_WQE_SEND_WITH_IMM;
-		return 0;
-	default:
-		break;
-	}
+	const struct qhca_wr_op *w;
 
-	if (qp_type == IBV_QPT_UC) {
-		/*
-		 * UC: RDMA WRITE, local invalidation and window binding beside
-		 * SEND
-		 */
-		switch (op) {
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-		case IBV_WR_LOCAL_INV:
-		case IBV_WR_BIND_MW:
-			break;
-		default:
-			return EINVAL;
-		}
-	} else if (qp_type != IBV_QPT_RC) {
+	if ((unsigned int)op >= ARRAY_SIZE(qhca_wr_ops))
 		return EINVAL;
-	}
-
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-		*hw_op = QHCA_WQE_RDMA_WRITE;
-		return 0;
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		*hw_op = QHCA_WQE_RDMA_WRITE_WITH_IMM;
-		return 0;
-	case IBV_WR_RDMA_READ:
-		*hw_op = QHCA_WQE_RDMA_READ;
-		return 0;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		*hw_op = QHCA_WQE_ATOMIC_CMP_AND_SWP;
-		return 0;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		*hw_op = QHCA_WQE_ATOMIC_FETCH_AND_ADD;
-		return 0;
-	case IBV_WR_LOCAL_INV:
-		*hw_op = QHCA_WQE_LOCAL_INV;
-		return 0;
-	case IBV_WR_SEND_WITH_INV:
-		*hw_op = QHCA_WQE_SEND_WITH_INV;
-		return 0;
-	case IBV_WR_BIND_MW:
-		*hw_op = QHCA_WQE_BIND_MW;
-		return 0;
-	default:
+	w = &qhca_wr_ops[op];
+	if (!w->send_op || !w->post_send ||
+	    !qhca_user_op_allowed(w->hw_op, qp_type))
 		return EINVAL;
-	}
+	*hw_op = w->hw_op;
+	return 0;
 }
 
 /* The ibv_wr_*() operations a QP of this type accepts (send_ops_flags) */
 uint64_t qhca_supported_send_ops(enum ibv_qp_type qp_type)
 {
-	switch (qp_type) {
-	case IBV_QPT_RC:
-		return IBV_QP_EX_WITH_RDMA_WRITE |
-		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-		       IBV_QP_EX_WITH_RDMA_READ |
-		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
-		       IBV_QP_EX_WITH_BIND_MW |
-#ifdef QHCA_HAVE_IBV_FLUSH
-		       IBV_QP_EX_WITH_FLUSH |
-#endif
-		       IBV_QP_EX_WITH_ATOMIC_WRITE;
-	case IBV_QPT_UC:
-		return IBV_QP_EX_WITH_RDMA_WRITE |
-		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
-	case IBV_QPT_UD:
-		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	default:
-		return 0;
-	}
-}
+	uint64_t ops = 0;
+	size_t i;
 
-/* Opcodes that carry data from the SQ to the wire: inline is allowed */
-bool qhca_hw_op_has_payload(uint8_t hw_op)
-{
-	switch (hw_op) {
-	case QHCA_WQE_SEND:
-	case QHCA_WQE_SEND_WITH_IMM:
-	case QHCA_WQE_SEND_WITH_INV:
-	case QHCA_WQE_RDMA_WRITE:
-	case QHCA_WQE_RDMA_WRITE_WITH_IMM:
-		return true;
-	default:
-		return false;
-	}
+	for (i = 0; i < ARRAY_SIZE(qhca_wr_ops); i++)
+		if (qhca_wr_ops[i].send_op &&
+		    qhca_user_op_allowed(qhca_wr_ops[i].hw_op, qp_type))
+			ops |= qhca_wr_ops[i].send_op;
+	return ops;
 }
 
 /*
@@ -415,15 +404,18 @@ int qhca_build_bind_wqe(void *wqe_buf, const struct qhca_sq_params *p,
  * Validate one ibv_send_wr against its QP and write it as a send WQE at
  * wqe (a ring slot of the QP's stride).  Returns 0 or an errno; on error
  * the slot may be partly written, which is harmless while the producer
- * index does not cover it.
+ * index does not cover it.  The fields written are those the device's
+ * opcode table gives the opcode.
  *
  * IBV_SEND_INLINE is honoured for the opcodes that carry data (SEND*,
- * RDMA_WRITE*) and ignored for the others, which then use their SGEs.
+ * RDMA_WRITE*) and ignored for the others, which then use their SGEs; a
+ * local operation (LOCAL_INV) has no SGEs.
  */
 int qhca_build_send_wqe(void *wqe_buf, const struct qhca_sq_params *p,
 			const struct ibv_send_wr *wr)
 {
 	struct qhca_send_wqe *wqe = wqe_buf;
+	const struct qhca_wqe_op_info *op;
 	bool inl;
 	uint8_t hw_op;
 	int ret;
@@ -447,53 +439,36 @@ int qhca_build_send_wqe(void *wqe_buf, const struct qhca_sq_params *p,
 	if (p->qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
 
+	op = qhca_wqe_op_info(hw_op);
 	inl = (wr->send_flags & IBV_SEND_INLINE) &&
-	      qhca_hw_op_has_payload(hw_op);
-	if (!inl && hw_op != QHCA_WQE_LOCAL_INV &&
+	      (op->flags & QHCA_WQE_OPF_INLINE);
+	if (!inl && !(op->flags & QHCA_WQE_OPF_LOCAL) &&
 	    (uint32_t)wr->num_sge > p->max_sge)
 		return EINVAL;
 
 	qhca_wqe_init(wqe, hw_op, qhca_wqe_flags(wr->send_flags, p->sig_all),
 		      wr->wr_id);
 
-	switch (hw_op) {
-	case QHCA_WQE_SEND_WITH_IMM:
+	if (op->flags & QHCA_WQE_OPF_IMM)
 		memcpy(wqe->imm_data, &wr->imm_data, sizeof(wqe->imm_data));
-		break;
-	case QHCA_WQE_SEND_WITH_INV:
-	case QHCA_WQE_LOCAL_INV:
+	if (op->flags & QHCA_WQE_OPF_INV)
 		wqe->invalidate_rkey = htole32(wr->invalidate_rkey);
-		break;
-	case QHCA_WQE_RDMA_WRITE_WITH_IMM:
-		memcpy(wqe->imm_data, &wr->imm_data, sizeof(wqe->imm_data));
-		qhca_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
-				  wr->wr.rdma.rkey);
-		break;
-	case QHCA_WQE_RDMA_WRITE:
-	case QHCA_WQE_RDMA_READ:
-		qhca_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
-				  wr->wr.rdma.rkey);
-		break;
-	case QHCA_WQE_ATOMIC_CMP_AND_SWP:
+	/* FETCH_AND_ADD has no swap operand: 0 */
+	if (op->flags & QHCA_WQE_OPF_ATOMIC)
 		qhca_wqe_set_atomic(wqe, wr->wr.atomic.remote_addr,
 				    wr->wr.atomic.rkey,
 				    wr->wr.atomic.compare_add,
-				    wr->wr.atomic.swap);
-		break;
-	case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
-		qhca_wqe_set_atomic(wqe, wr->wr.atomic.remote_addr,
-				    wr->wr.atomic.rkey,
-				    wr->wr.atomic.compare_add, 0);
-		break;
-	default:
-		break;
-	}
+				    hw_op == QHCA_WQE_ATOMIC_CMP_AND_SWP ?
+					    wr->wr.atomic.swap : 0);
+	else if (op->flags & QHCA_WQE_OPF_REMOTE)
+		qhca_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
+				  wr->wr.rdma.rkey);
 
 	if (p->qp_type == IBV_QPT_UD)
 		qhca_wqe_set_ud(wqe, to_qhca_ah(wr->wr.ud.ah)->ahn,
 				wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
 
-	if (hw_op == QHCA_WQE_LOCAL_INV)
+	if (op->flags & QHCA_WQE_OPF_LOCAL)
 		return 0;
 	if (inl)
 		return qhca_wqe_set_inline(wqe, wr->sg_list, wr->num_sge,
@@ -525,93 +500,70 @@ int qhca_build_recv_wqe(void *wqe_buf, uint32_t max_sge,
 
 /*
  * CQE status: Linux's enum ib_wc_status numbering.  libibverbs' enum
- * ibv_wc_status agrees today; map explicitly anyway.  Unknown values are
- * a general error.
+ * ibv_wc_status agrees today; map explicitly anyway.  Values not in the
+ * table are a general error.
  */
+static const struct {
+	bool known;
+	enum ibv_wc_status status;
+} qhca_wc_statuses[] = {
+	[QHCA_CQE_SUCCESS] = { true, IBV_WC_SUCCESS },
+	[QHCA_CQE_LOC_LEN_ERR] = { true, IBV_WC_LOC_LEN_ERR },
+	[QHCA_CQE_LOC_QP_OP_ERR] = { true, IBV_WC_LOC_QP_OP_ERR },
+	[QHCA_CQE_LOC_PROT_ERR] = { true, IBV_WC_LOC_PROT_ERR },
+	[QHCA_CQE_WR_FLUSH_ERR] = { true, IBV_WC_WR_FLUSH_ERR },
+	[QHCA_CQE_MW_BIND_ERR] = { true, IBV_WC_MW_BIND_ERR },
+	[QHCA_CQE_BAD_RESP_ERR] = { true, IBV_WC_BAD_RESP_ERR },
+	[QHCA_CQE_LOC_ACCESS_ERR] = { true, IBV_WC_LOC_ACCESS_ERR },
+	[QHCA_CQE_REM_INV_REQ_ERR] = { true, IBV_WC_REM_INV_REQ_ERR },
+	[QHCA_CQE_REM_ACCESS_ERR] = { true, IBV_WC_REM_ACCESS_ERR },
+	[QHCA_CQE_REM_OP_ERR] = { true, IBV_WC_REM_OP_ERR },
+	[QHCA_CQE_RETRY_EXC_ERR] = { true, IBV_WC_RETRY_EXC_ERR },
+	[QHCA_CQE_RNR_RETRY_EXC_ERR] = { true, IBV_WC_RNR_RETRY_EXC_ERR },
+	[QHCA_CQE_REM_ABORT_ERR] = { true, IBV_WC_REM_ABORT_ERR },
+	[QHCA_CQE_GENERAL_ERR] = { true, IBV_WC_GENERAL_ERR },
+};
+
 enum ibv_wc_status qhca_wc_status(uint8_t hw_status)
 {
-	switch (hw_status) {
-	case QHCA_CQE_SUCCESS:
-		return IBV_WC_SUCCESS;
-	case QHCA_CQE_LOC_LEN_ERR:
-		return IBV_WC_LOC_LEN_ERR;
-	case QHCA_CQE_LOC_QP_OP_ERR:
-		return IBV_WC_LOC_QP_OP_ERR;
-	case QHCA_CQE_LOC_PROT_ERR:
-		return IBV_WC_LOC_PROT_ERR;
-	case QHCA_CQE_WR_FLUSH_ERR:
-		return IBV_WC_WR_FLUSH_ERR;
-	case QHCA_CQE_MW_BIND_ERR:
-		return IBV_WC_MW_BIND_ERR;
-	case QHCA_CQE_BAD_RESP_ERR:
-		return IBV_WC_BAD_RESP_ERR;
-	case QHCA_CQE_LOC_ACCESS_ERR:
-		return IBV_WC_LOC_ACCESS_ERR;
-	case QHCA_CQE_REM_INV_REQ_ERR:
-		return IBV_WC_REM_INV_REQ_ERR;
-	case QHCA_CQE_REM_ACCESS_ERR:
-		return IBV_WC_REM_ACCESS_ERR;
-	case QHCA_CQE_REM_OP_ERR:
-		return IBV_WC_REM_OP_ERR;
-	case QHCA_CQE_RETRY_EXC_ERR:
-		return IBV_WC_RETRY_EXC_ERR;
-	case QHCA_CQE_RNR_RETRY_EXC_ERR:
-		return IBV_WC_RNR_RETRY_EXC_ERR;
-	case QHCA_CQE_REM_ABORT_ERR:
-		return IBV_WC_REM_ABORT_ERR;
-	case QHCA_CQE_GENERAL_ERR:
-	default:
+	if (hw_status >= ARRAY_SIZE(qhca_wc_statuses) ||
+	    !qhca_wc_statuses[hw_status].known)
 		return IBV_WC_GENERAL_ERR;
-	}
+	return qhca_wc_statuses[hw_status].status;
 }
 
 /*
  * CQE opcode: Linux's enum ib_wc_opcode numbering, which is not
  * libibverbs' (the kernel has IB_WC_REG_MR where user space has
- * IBV_WC_FLUSH, for one).  Returns EINVAL for anything a user QP cannot
- * complete, including REG_MR (a kernel-only work request).
+ * IBV_WC_FLUSH, for one).  What is not in the table is EINVAL: anything a
+ * user QP cannot complete, including REG_MR (a kernel-only work request).
  */
+static const struct {
+	bool known;
+	enum ibv_wc_opcode opcode;
+} qhca_wc_opcodes[] = {
+	[QHCA_CQE_OP_SEND] = { true, IBV_WC_SEND },
+	[QHCA_CQE_OP_RDMA_WRITE] = { true, IBV_WC_RDMA_WRITE },
+	[QHCA_CQE_OP_RDMA_READ] = { true, IBV_WC_RDMA_READ },
+	[QHCA_CQE_OP_COMP_SWAP] = { true, IBV_WC_COMP_SWAP },
+	[QHCA_CQE_OP_FETCH_ADD] = { true, IBV_WC_FETCH_ADD },
+	[QHCA_CQE_OP_BIND_MW] = { true, IBV_WC_BIND_MW },
+	[QHCA_CQE_OP_LOCAL_INV] = { true, IBV_WC_LOCAL_INV },
+#ifdef QHCA_HAVE_IBV_FLUSH
+	[QHCA_CQE_OP_FLUSH] = { true, IBV_WC_FLUSH },
+#endif
+	[QHCA_CQE_OP_ATOMIC_WRITE] = { true, IBV_WC_ATOMIC_WRITE },
+	[QHCA_CQE_OP_RECV] = { true, IBV_WC_RECV },
+	[QHCA_CQE_OP_RECV_RDMA_WITH_IMM] = { true, IBV_WC_RECV_RDMA_WITH_IMM },
+};
+
 int qhca_wc_opcode(uint8_t hw_op, enum ibv_wc_opcode *op)
 {
-	switch (hw_op) {
-	case QHCA_CQE_OP_SEND:
-		*op = IBV_WC_SEND;
-		return 0;
-	case QHCA_CQE_OP_RDMA_WRITE:
-		*op = IBV_WC_RDMA_WRITE;
-		return 0;
-	case QHCA_CQE_OP_RDMA_READ:
-		*op = IBV_WC_RDMA_READ;
-		return 0;
-	case QHCA_CQE_OP_COMP_SWAP:
-		*op = IBV_WC_COMP_SWAP;
-		return 0;
-	case QHCA_CQE_OP_FETCH_ADD:
-		*op = IBV_WC_FETCH_ADD;
-		return 0;
-	case QHCA_CQE_OP_BIND_MW:
-		*op = IBV_WC_BIND_MW;
-		return 0;
-	case QHCA_CQE_OP_LOCAL_INV:
-		*op = IBV_WC_LOCAL_INV;
-		return 0;
-#ifdef QHCA_HAVE_IBV_FLUSH
-	case QHCA_CQE_OP_FLUSH:
-		*op = IBV_WC_FLUSH;
-		return 0;
-#endif
-	case QHCA_CQE_OP_ATOMIC_WRITE:
-		*op = IBV_WC_ATOMIC_WRITE;
-		return 0;
-	case QHCA_CQE_OP_RECV:
-		*op = IBV_WC_RECV;
-		return 0;
-	case QHCA_CQE_OP_RECV_RDMA_WITH_IMM:
-		*op = IBV_WC_RECV_RDMA_WITH_IMM;
-		return 0;
-	default:
+	if (hw_op >= ARRAY_SIZE(qhca_wc_opcodes) ||
+	    !qhca_wc_opcodes[hw_op].known)
 		return EINVAL;
-	}
+	*op = qhca_wc_opcodes[hw_op].opcode;
+	return 0;
 }
 
 /* CQE flags to ibv_wc_flags (SOLICITED has no ibv_wc counterpart) */
