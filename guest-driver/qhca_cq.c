@@ -205,64 +205,61 @@ int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * CQE opcode to ib_wc_opcode, for the opcodes of the kernel's own work
+ * requests; anything else reads as IB_WC_RECV
+ */
+static const struct {
+	bool known;
+	enum ib_wc_opcode opcode;
+} qhca_wc_opcodes[] = {
+	[QHCA_CQE_OP_SEND] = { true, IB_WC_SEND },
+	[QHCA_CQE_OP_RDMA_WRITE] = { true, IB_WC_RDMA_WRITE },
+	[QHCA_CQE_OP_RDMA_READ] = { true, IB_WC_RDMA_READ },
+	[QHCA_CQE_OP_COMP_SWAP] = { true, IB_WC_COMP_SWAP },
+	[QHCA_CQE_OP_FETCH_ADD] = { true, IB_WC_FETCH_ADD },
+	[QHCA_CQE_OP_LOCAL_INV] = { true, IB_WC_LOCAL_INV },
+	[QHCA_CQE_OP_REG_MR] = { true, IB_WC_REG_MR },
+	[QHCA_CQE_OP_RECV] = { true, IB_WC_RECV },
+	[QHCA_CQE_OP_RECV_RDMA_WITH_IMM] = { true, IB_WC_RECV_RDMA_WITH_IMM },
+};
+
 static enum ib_wc_opcode qhca_wc_opcode(u8 opcode)
 {
-	switch (opcode) {
-	case QHCA_CQE_OP_SEND:
-		return IB_WC_SEND;
-	case QHCA_CQE_OP_RDMA_WRITE:
-		return IB_WC_RDMA_WRITE;
-	case QHCA_CQE_OP_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case QHCA_CQE_OP_COMP_SWAP:
-		return IB_WC_COMP_SWAP;
-	case QHCA_CQE_OP_FETCH_ADD:
-		return IB_WC_FETCH_ADD;
-	case QHCA_CQE_OP_LOCAL_INV:
-		return IB_WC_LOCAL_INV;
-	case QHCA_CQE_OP_REG_MR:
-		return IB_WC_REG_MR;
-	case QHCA_CQE_OP_RECV_RDMA_WITH_IMM:
-		return IB_WC_RECV_RDMA_WITH_IMM;
-	default:
+	if (opcode >= ARRAY_SIZE(qhca_wc_opcodes) ||
+	    !qhca_wc_opcodes[opcode].known)
 		return IB_WC_RECV;
-	}
+	return qhca_wc_opcodes[opcode].opcode;
 }
+
+/* CQE status to ib_wc_status; a value not in the table is a general error */
+static const struct {
+	bool known;
+	enum ib_wc_status status;
+} qhca_wc_statuses[] = {
+	[QHCA_CQE_SUCCESS] = { true, IB_WC_SUCCESS },
+	[QHCA_CQE_LOC_LEN_ERR] = { true, IB_WC_LOC_LEN_ERR },
+	[QHCA_CQE_LOC_QP_OP_ERR] = { true, IB_WC_LOC_QP_OP_ERR },
+	[QHCA_CQE_LOC_PROT_ERR] = { true, IB_WC_LOC_PROT_ERR },
+	[QHCA_CQE_WR_FLUSH_ERR] = { true, IB_WC_WR_FLUSH_ERR },
+	[QHCA_CQE_MW_BIND_ERR] = { true, IB_WC_MW_BIND_ERR },
+	[QHCA_CQE_BAD_RESP_ERR] = { true, IB_WC_BAD_RESP_ERR },
+	[QHCA_CQE_LOC_ACCESS_ERR] = { true, IB_WC_LOC_ACCESS_ERR },
+	[QHCA_CQE_REM_INV_REQ_ERR] = { true, IB_WC_REM_INV_REQ_ERR },
+	[QHCA_CQE_REM_ACCESS_ERR] = { true, IB_WC_REM_ACCESS_ERR },
+	[QHCA_CQE_REM_OP_ERR] = { true, IB_WC_REM_OP_ERR },
+	[QHCA_CQE_RETRY_EXC_ERR] = { true, IB_WC_RETRY_EXC_ERR },
+	[QHCA_CQE_RNR_RETRY_EXC_ERR] = { true, IB_WC_RNR_RETRY_EXC_ERR },
+	[QHCA_CQE_REM_ABORT_ERR] = { true, IB_WC_REM_ABORT_ERR },
+	[QHCA_CQE_GENERAL_ERR] = { true, IB_WC_GENERAL_ERR },
+};
 
 static enum ib_wc_status qhca_wc_status(u8 status)
 {
-	switch (status) {
-	case QHCA_CQE_SUCCESS:
-		return IB_WC_SUCCESS;
-	case QHCA_CQE_LOC_LEN_ERR:
-		return IB_WC_LOC_LEN_ERR;
-	case QHCA_CQE_LOC_QP_OP_ERR:
-		return IB_WC_LOC_QP_OP_ERR;
-	case QHCA_CQE_LOC_PROT_ERR:
-		return IB_WC_LOC_PROT_ERR;
-	case QHCA_CQE_WR_FLUSH_ERR:
-		return IB_WC_WR_FLUSH_ERR;
-	case QHCA_CQE_MW_BIND_ERR:
-		return IB_WC_MW_BIND_ERR;
-	case QHCA_CQE_BAD_RESP_ERR:
-		return IB_WC_BAD_RESP_ERR;
-	case QHCA_CQE_LOC_ACCESS_ERR:
-		return IB_WC_LOC_ACCESS_ERR;
-	case QHCA_CQE_REM_INV_REQ_ERR:
-		return IB_WC_REM_INV_REQ_ERR;
-	case QHCA_CQE_REM_ACCESS_ERR:
-		return IB_WC_REM_ACCESS_ERR;
-	case QHCA_CQE_REM_OP_ERR:
-		return IB_WC_REM_OP_ERR;
-	case QHCA_CQE_RETRY_EXC_ERR:
-		return IB_WC_RETRY_EXC_ERR;
-	case QHCA_CQE_RNR_RETRY_EXC_ERR:
-		return IB_WC_RNR_RETRY_EXC_ERR;
-	case QHCA_CQE_REM_ABORT_ERR:
-		return IB_WC_REM_ABORT_ERR;
-	default:
+	if (status >= ARRAY_SIZE(qhca_wc_statuses) ||
+	    !qhca_wc_statuses[status].known)
 		return IB_WC_GENERAL_ERR;
-	}
+	return qhca_wc_statuses[status].status;
 }
 
 /*

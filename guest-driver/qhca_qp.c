@@ -721,18 +721,70 @@ static int qhca_wqe_reg_mr(const struct ib_reg_wr *reg,
 #define QHCA_SEND_FLAGS	(IB_SEND_FENCE | IB_SEND_SIGNALED | \
 			 IB_SEND_SOLICITED | IB_SEND_INLINE)
 
+/*
+ * A kernel work request's opcode is the device's under the same number
+ * (qhca_hw.h numbers its opcodes as enum ib_wr_opcode); which QP types may
+ * post it and what it carries is the device's opcode table.
+ */
+static_assert((int)IB_WR_RDMA_WRITE == QHCA_WQE_RDMA_WRITE);
+static_assert((int)IB_WR_RDMA_WRITE_WITH_IMM == QHCA_WQE_RDMA_WRITE_WITH_IMM);
+static_assert((int)IB_WR_SEND == QHCA_WQE_SEND);
+static_assert((int)IB_WR_SEND_WITH_IMM == QHCA_WQE_SEND_WITH_IMM);
+static_assert((int)IB_WR_RDMA_READ == QHCA_WQE_RDMA_READ);
+static_assert((int)IB_WR_ATOMIC_CMP_AND_SWP == QHCA_WQE_ATOMIC_CMP_AND_SWP);
+static_assert((int)IB_WR_ATOMIC_FETCH_AND_ADD ==
+	      QHCA_WQE_ATOMIC_FETCH_AND_ADD);
+static_assert((int)IB_WR_LOCAL_INV == QHCA_WQE_LOCAL_INV);
+static_assert((int)IB_WR_BIND_MW == QHCA_WQE_BIND_MW);
+static_assert((int)IB_WR_SEND_WITH_INV == QHCA_WQE_SEND_WITH_INV);
+#ifdef QHCA_HAVE_FLUSH
+static_assert((int)IB_WR_FLUSH == QHCA_WQE_FLUSH);
+static_assert((int)IB_WR_ATOMIC_WRITE == QHCA_WQE_ATOMIC_WRITE);
+#endif
+static_assert((int)IB_WR_REG_MR == QHCA_WQE_REG_MR);
+
+/*
+ * The device's table, less what the kernel does not post (BIND_MW: no
+ * kernel verb binds windows; FLUSH and ATOMIC WRITE: no kernel user asks)
+ * and what the device's caps leave out.  0 or -errno.
+ */
+static int qhca_kernel_op(struct qhca_dev *dev, struct qhca_qp *qp,
+			  u32 opcode, const struct qhca_wqe_op_info **op)
+{
+	if (opcode == QHCA_WQE_FLUSH || opcode == QHCA_WQE_ATOMIC_WRITE)
+#ifdef QHCA_HAVE_FLUSH
+		return -EOPNOTSUPP;
+#else
+		return -EINVAL;	/* kernels before 6.2 do not name them */
+#endif
+	if (opcode == QHCA_WQE_BIND_MW ||
+	    !qhca_wqe_op_allowed(opcode, qp->hw_type))
+		return -EINVAL;
+	*op = qhca_wqe_op_info(opcode);
+	if (((*op)->flags & QHCA_WQE_OPF_ATOMIC) &&
+	    !(dev->caps & QHCA_CAP_ATOMIC))
+		return -EINVAL;
+	if (opcode == QHCA_WQE_REG_MR && !(dev->caps & QHCA_CAP_FRMR))
+		return -EINVAL;
+	return 0;
+}
+
 static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 			       const struct ib_send_wr *wr,
 			       struct qhca_send_wqe *wqe)
 {
-	bool rc = qp->hw_type == QHCA_QPT_RC;
-	bool conn = rc || qp->hw_type == QHCA_QPT_UC;
-	bool payload = true;
+	const struct qhca_wqe_op_info *op;
+	u32 opcode = wr->opcode;
+	int ret;
 
 	if (wr->send_flags & ~QHCA_SEND_FLAGS)
 		return -EINVAL;
+	ret = qhca_kernel_op(dev, qp, opcode, &op);
+	if (ret)
+		return ret;
 
 	memset(wqe, 0, sizeof(*wqe));
+	wqe->opcode = opcode;
 	wqe->wr_id = cpu_to_le64(wr->wr_id);
 	if (wr->send_flags & IB_SEND_SIGNALED)
 		wqe->flags |= QHCA_WQE_SIGNALED;
@@ -741,75 +793,32 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 	if (wr->send_flags & IB_SEND_FENCE)
 		wqe->flags |= QHCA_WQE_FENCE;
 
-	switch (wr->opcode) {
-	case IB_WR_SEND:
-		wqe->opcode = QHCA_WQE_SEND;
-		break;
-	case IB_WR_SEND_WITH_IMM:
-		wqe->opcode = QHCA_WQE_SEND_WITH_IMM;
+	/* the fields the table names for the opcode */
+	if (op->flags & QHCA_WQE_OPF_IMM)
 		memcpy(wqe->imm_data, &wr->ex.imm_data, sizeof(wqe->imm_data));
-		break;
-	case IB_WR_SEND_WITH_INV:
-		if (!rc)
-			return -EINVAL;
-		wqe->opcode = QHCA_WQE_SEND_WITH_INV;
+	if (op->flags & QHCA_WQE_OPF_INV)
 		wqe->invalidate_rkey = cpu_to_le32(wr->ex.invalidate_rkey);
-		break;
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		memcpy(wqe->imm_data, &wr->ex.imm_data, sizeof(wqe->imm_data));
-		fallthrough;
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_READ:
-		/* UC writes, only RC reads */
-		if (!conn || (!rc && wr->opcode == IB_WR_RDMA_READ))
-			return -EINVAL;
-		wqe->opcode = wr->opcode == IB_WR_RDMA_WRITE ?
-			      QHCA_WQE_RDMA_WRITE :
-			      wr->opcode == IB_WR_RDMA_READ ?
-			      QHCA_WQE_RDMA_READ : QHCA_WQE_RDMA_WRITE_WITH_IMM;
-		wqe->rdma.remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
-		wqe->rdma.rkey = cpu_to_le32(rdma_wr(wr)->rkey);
-		break;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		if (!rc || !(dev->caps & QHCA_CAP_ATOMIC))
-			return -EINVAL;
-		wqe->opcode = wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ?
-			      QHCA_WQE_ATOMIC_CMP_AND_SWP :
-			      QHCA_WQE_ATOMIC_FETCH_AND_ADD;
+	if (op->flags & QHCA_WQE_OPF_ATOMIC) {
 		wqe->rdma.remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
 		wqe->rdma.rkey = cpu_to_le32(atomic_wr(wr)->rkey);
 		wqe->rdma.compare_add = cpu_to_le64(atomic_wr(wr)->compare_add);
 		wqe->rdma.swap = cpu_to_le64(atomic_wr(wr)->swap);
-		break;
-	case IB_WR_LOCAL_INV:
-		wqe->opcode = QHCA_WQE_LOCAL_INV;
-		wqe->invalidate_rkey = cpu_to_le32(wr->ex.invalidate_rkey);
-		payload = false;
-		break;
-	case IB_WR_REG_MR:
-		if (!(dev->caps & QHCA_CAP_FRMR))
-			return -EINVAL;
-		wqe->opcode = QHCA_WQE_REG_MR;
-		payload = false;
-		if (qhca_wqe_reg_mr(reg_wr(wr), wqe))
-			return -EINVAL;
-		break;
-#ifdef QHCA_HAVE_FLUSH
-	case IB_WR_FLUSH:
-	case IB_WR_ATOMIC_WRITE:
-		/* user QPs only (the provider); no kernel user asks */
-		return -EOPNOTSUPP;
-#endif
-	default:
-		return -EINVAL;
+	} else if (op->flags & QHCA_WQE_OPF_REMOTE) {
+		wqe->rdma.remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		wqe->rdma.rkey = cpu_to_le32(rdma_wr(wr)->rkey);
 	}
+	if (opcode == QHCA_WQE_REG_MR && qhca_wqe_reg_mr(reg_wr(wr), wqe))
+		return -EINVAL;
 
-	if (!payload)
-		return (wr->send_flags & IB_SEND_INLINE) ? -EINVAL : 0;
+	/* Inline data only for what carries data to the peer */
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    !(op->flags & QHCA_WQE_OPF_INLINE))
+		return -EINVAL;
+	if (op->flags & QHCA_WQE_OPF_LOCAL)
+		return 0;
 
 	/* UD and GSI sends name their destination */
-	if (!rc) {
+	if (qp->hw_type != QHCA_QPT_RC) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 
 		if (!ud->ah)
@@ -818,12 +827,6 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 		wqe->ud.remote_qpn = cpu_to_le32(ud->remote_qpn);
 		wqe->ud.remote_qkey = cpu_to_le32(ud->remote_qkey);
 	}
-	/* Inline data only for what carries data to the peer */
-	if ((wr->send_flags & IB_SEND_INLINE) &&
-	    (wqe->opcode == QHCA_WQE_RDMA_READ ||
-	     wqe->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
-	     wqe->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD))
-		return -EINVAL;
 	return qhca_wqe_data(qp, wr, wqe);
 }
 
