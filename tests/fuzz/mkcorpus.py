@@ -9,8 +9,8 @@
 
 Each seed is the traffic of one qtest scenario (qtest/qhca-test.c) in the
 input format of tests/fuzz/qhca-fuzz.c: the operation numbers and the
-argument layouts are read from that file (its FZ_OP_* enum and its packed
-Fz* structures), the hardware constants from include/qhca_hw.h and
+argument layouts are read from tests/fuzz/qhca-fuzz.h (its FZ_OP_* enum and
+its packed Fz* structures), the hardware constants from include/qhca_hw.h and
 hw/qhca-roce.h, so the encoder cannot drift from the decoder.  Seeds end
 with EXPECT operations; `scripts/fuzz --replay` runs them with
 QHCA_FUZZ_STRICT=1, so a seed that no longer does what it says fails.
@@ -65,10 +65,10 @@ def constants():
 
 
 class Format:
-    """The input format, read from tests/fuzz/qhca-fuzz.c."""
+    """The input format, read from tests/fuzz/qhca-fuzz.h."""
 
     def __init__(self):
-        text = read('tests/fuzz/qhca-fuzz.c')
+        text = read('tests/fuzz/qhca-fuzz.h')
         enum = re.search(r'enum \{\s*(FZ_OP_\w+.*?)FZ_OP_COUNT', text, re.S)
         names = re.findall(r'FZ_OP_(\w+)', enum.group(1))
         self.ops = {n: i for i, n in enumerate(names)}
