@@ -157,19 +157,12 @@ static Mr mr_at(End *e, uint64_t page, uint32_t access)
 static void cmd_post_nowait(QQhca *d, uint16_t opcode, const void *payload,
                             size_t len, uint64_t resp_addr, uint32_t resp_len)
 {
-    struct qhca_cmd cmd = { 0 };
-    uint32_t slot = d->cmdq_pi & ((1 << QHCA_QOS_CMDQ_LOG) - 1);
+    struct qhca_cmd cmd;
 
-    cmd.hdr.opcode = cpu_to_le16(opcode);
-    cmd.hdr.cookie = cpu_to_le32(++d->cookie);
+    g_assert_true(qhca_drv_cmd_init(&d->qd, &cmd, opcode, payload, len));
     cmd.hdr.resp_addr = cpu_to_le64(resp_addr);
     cmd.hdr.resp_len = cpu_to_le32(resp_len);
-    if (len) {
-        memcpy(cmd.raw, payload, len);
-    }
-    qtest_memwrite(d->qts, d->cmdq + slot * QHCA_CMD_SIZE, &cmd, sizeof(cmd));
-    d->cmdq_pi++;
-    qhca_db(d, 0, QHCA_DB_CMDQ, d->cmdq_pi);
+    qhca_drv_cmd_post(&d->qd, &cmd);
 }
 
 /*
@@ -390,9 +383,10 @@ static void run_case(const void *opaque)
         break;
     case PATH_CMDQ:
         msix_aim(&p.b, QHCA_MSIX_VEC_ASYNC, addr, data);
-        qhca_db(&p.b, 0, QHCA_DB_CMDCQ, p.b.cmdcq_ci | QHCA_DB_CMDCQ_ARM);
+        qhca_db(&p.b, 0, QHCA_DB_CMDCQ, p.b.qd.cmdcq_ci | QHCA_DB_CMDCQ_ARM);
         /* the command loop completes it, and B is hit */
-        cmd_post_nowait(&p.b, QHCA_CMD_QUERY_DEVICE, NULL, 0, p.b.resp, 256);
+        cmd_post_nowait(&p.b, QHCA_CMD_QUERY_DEVICE, NULL, 0, p.b.qd.resp,
+                        256);
         settle(&p, 5);
         break;
     case PATH_CMDQ_DMA:

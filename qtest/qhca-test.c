@@ -274,7 +274,7 @@ static void test_cmd_query(void *obj, void *data,
 
     qhca_enable(d);
     qhca_cmd_ok(d, QHCA_CMD_QUERY_DEVICE, NULL, 0);
-    qtest_memread(d->qts, d->resp, &a, sizeof(a));
+    qtest_memread(d->qts, d->qd.resp, &a, sizeof(a));
     g_assert_cmphex(le32_to_cpu(a.vendor_id), ==, QHCA_PCI_VENDOR_ID);
     g_assert_cmphex(le32_to_cpu(a.vendor_part_id), ==, QHCA_PCI_DEVICE_ID);
     g_assert_cmpuint(le32_to_cpu(a.max_sge), ==, QHCA_MAX_SGE);
@@ -286,7 +286,7 @@ static void test_cmd_query(void *obj, void *data,
     g_assert_cmpmem(&a.node_guid, 8, guid, 8);
 
     qhca_cmd_ok(d, QHCA_CMD_QUERY_PORT, NULL, 0);
-    qtest_memread(d->qts, d->resp, &p, sizeof(p));
+    qtest_memread(d->qts, d->qd.resp, &p, sizeof(p));
     g_assert_cmpuint(le32_to_cpu(p.link_up), ==, 1);
     g_assert_cmpuint(le32_to_cpu(p.max_mtu), ==, 4096);
     g_assert_cmpuint(le32_to_cpu(p.gid_tbl_len), ==, QHCA_GID_TABLE_LEN);
@@ -313,10 +313,10 @@ static void test_cmd_bad(void *obj, void *data,
 
     /* A doorbell claiming more commands than the queue holds is dropped */
     errors = qhca_rd(d, QHCA_REG_STAT_GUEST_ERRORS);
-    qhca_db(d, 0, QHCA_DB_CMDQ, d->cmdq_pi + (1 << QHCA_QOS_CMDQ_LOG) + 1);
+    qhca_db(d, 0, QHCA_DB_CMDQ, d->qd.cmdq_pi + (1 << QHCA_QOS_CMDQ_LOG) + 1);
     g_assert_cmpuint(qhca_rd(d, QHCA_REG_STAT_GUEST_ERRORS), ==, errors + 1);
     /* Command doorbells on a user page are dropped too */
-    qhca_db(d, 5, QHCA_DB_CMDQ, d->cmdq_pi + 1);
+    qhca_db(d, 5, QHCA_DB_CMDQ, d->qd.cmdq_pi + 1);
     g_assert_cmpuint(qhca_rd(d, QHCA_REG_STAT_GUEST_ERRORS), ==, errors + 2);
     /* ... and the queue still works */
     qhca_mk_pd(d);
@@ -745,7 +745,7 @@ static void test_cmd_srq_ah(void *obj, void *data,
     s.limit = cpu_to_le32(4);
     srqn = qhca_cmd_ok(d, QHCA_CMD_CREATE_SRQ, &s, sizeof(s));
     g_assert_cmpint(qhca_cmd_obj(d, QHCA_CMD_QUERY_SRQ, srqn), ==, QHCA_CMD_OK);
-    qtest_memread(d->qts, d->resp, &sa, sizeof(sa));
+    qtest_memread(d->qts, d->qd.resp, &sa, sizeof(sa));
     g_assert_cmpuint(le32_to_cpu(sa.depth), ==, 32);
     g_assert_cmpuint(le32_to_cpu(sa.limit), ==, 4);
     g_assert_cmpuint(le32_to_cpu(sa.max_sge), ==, 7);
@@ -753,7 +753,7 @@ static void test_cmd_srq_ah(void *obj, void *data,
     m.limit = cpu_to_le32(9);
     qhca_cmd_ok(d, QHCA_CMD_MODIFY_SRQ, &m, sizeof(m));
     g_assert_cmpint(qhca_cmd_obj(d, QHCA_CMD_QUERY_SRQ, srqn), ==, QHCA_CMD_OK);
-    qtest_memread(d->qts, d->resp, &sa, sizeof(sa));
+    qtest_memread(d->qts, d->qd.resp, &sa, sizeof(sa));
     g_assert_cmpuint(le32_to_cpu(sa.limit), ==, 9);
 
     ah.pdn = cpu_to_le32(pdn);
@@ -785,7 +785,7 @@ static void test_cmd_interrupt(void *obj, void *data,
     /* Not armed: no interrupt */
     qhca_mk_pd(d);
     g_assert_false(qpci_msix_pending(&d->dev, 0));
-    qhca_db(d, 0, QHCA_DB_CMDCQ, d->cmdcq_ci | QHCA_DB_CMDCQ_ARM);
+    qhca_db(d, 0, QHCA_DB_CMDCQ, d->qd.cmdcq_ci | QHCA_DB_CMDCQ_ARM);
     qhca_mk_pd(d);
     g_assert_true(qpci_msix_pending(&d->dev, 0));
     qpci_msix_disable(&d->dev);

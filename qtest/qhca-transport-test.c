@@ -124,9 +124,9 @@ static void test_wire_srq(void)
         mr_io(&p.b, &mb, i * 64, &v, 4, false);
         g_assert_cmphex(le32_to_cpu(v), ==, 0xabc0 + i);
     }
-    g_assert_true(qhca_wait_entry(&p.b, p.b.aeq, QHCA_QOS_AEQ_LOG, 16,
+    g_assert_true(qhca_wait_entry(&p.b, p.b.qd.aeq, QHCA_QOS_AEQ_LOG, 16,
                                   offsetof(struct qhca_eqe, owner), 0));
-    qtest_memread(p.b.qts, p.b.aeq, &eqe, sizeof(eqe));
+    qtest_memread(p.b.qts, p.b.qd.aeq, &eqe, sizeof(eqe));
     g_assert_cmpuint(eqe.type, ==, QHCA_EQE_SRQ_LIMIT);
     g_assert_cmpuint(le32_to_cpu(eqe.obj), ==, b.srqn);
     pair_stop(&p);
@@ -1890,7 +1890,7 @@ static unsigned query_stats(QQhca *d, uint32_t first, uint64_t *v)
 
     g_assert_cmpint(qhca_cmd_post(d, QHCA_CMD_QUERY_STATS, &q, sizeof(q), &n),
                     ==, QHCA_CMD_OK);
-    qtest_memread(d->qts, d->resp, raw, (QHCA_STAT_NUM - first) * 8);
+    qtest_memread(d->qts, d->qd.resp, raw, (QHCA_STAT_NUM - first) * 8);
     for (i = first; i < QHCA_STAT_NUM; i++) {
         v[i] = le64_to_cpu(raw[i - first]);
     }
@@ -1979,7 +1979,7 @@ static void test_transport_counters(void)
     /* the engine's view: 80 PSNs sent and acknowledged, 80 expected */
     g_assert_cmpint(qhca_cmd_obj(&p.a, QHCA_CMD_QUERY_QP_STATE, a.qpn), ==,
                     QHCA_CMD_OK);
-    qtest_memread(p.a.qts, p.a.resp, &qs, sizeof(qs));
+    qtest_memread(p.a.qts, p.a.qd.resp, &qs, sizeof(qs));
     g_assert_cmpuint(qs.qp_state, ==, QHCA_QPS_RTS);
     g_assert_cmpuint(qs.type, ==, QHCA_QPT_RC);
     g_assert_cmphex(le32_to_cpu(qs.next_psn), ==,
@@ -1991,7 +1991,7 @@ static void test_transport_counters(void)
     g_assert_cmpuint(le32_to_cpu(qs.inflight_bytes), ==, 0);
     g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_QUERY_QP_STATE, b.qpn), ==,
                     QHCA_CMD_OK);
-    qtest_memread(p.b.qts, p.b.resp, &qs, sizeof(qs));
+    qtest_memread(p.b.qts, p.b.qd.resp, &qs, sizeof(qs));
     g_assert_cmphex(le32_to_cpu(qs.epsn), ==,
                     (FIRST_PSN + (IP_B & 1) + 80) & 0xffffff);
     g_assert_cmpuint(le16_to_cpu(qs.rq_pi), ==, 20);
@@ -2001,7 +2001,7 @@ static void test_transport_counters(void)
     /* B's CQ: 20 CQEs written, all consumed (the test rings its CI) */
     g_assert_cmpint(qhca_cmd_obj(&p.b, QHCA_CMD_QUERY_CQ, b.cqn), ==,
                     QHCA_CMD_OK);
-    qtest_memread(p.b.qts, p.b.resp, &ci, sizeof(ci));
+    qtest_memread(p.b.qts, p.b.qd.resp, &ci, sizeof(ci));
     g_assert_cmpuint(le32_to_cpu(ci.depth), ==, 2048);
     g_assert_cmpuint(le16_to_cpu(ci.pi), ==, 20);
     g_assert_cmpuint(ci.error, ==, 0);
@@ -2221,7 +2221,7 @@ static uint32_t srq_depth(End *e)
 
     g_assert_cmpint(qhca_cmd_obj(e->d, QHCA_CMD_QUERY_SRQ, e->srqn), ==,
                     QHCA_CMD_OK);
-    qtest_memread(e->d->qts, e->d->resp, &sa, sizeof(sa));
+    qtest_memread(e->d->qts, e->d->qd.resp, &sa, sizeof(sa));
     return le32_to_cpu(sa.depth);
 }
 
@@ -3354,7 +3354,7 @@ static void test_mcast_commands(void)
     end_create(&rc, &p.a, QHCA_QPT_RC, IP_A, mac_a, false);
     g_assert_cmpint(qhca_cmd_post(&p.a, QHCA_CMD_QUERY_DEVICE, NULL, 0, NULL),
                     ==, QHCA_CMD_OK);
-    qtest_memread(p.a.qts, p.a.resp, &da, sizeof(da));
+    qtest_memread(p.a.qts, p.a.qd.resp, &da, sizeof(da));
     g_assert_true(le32_to_cpu(da.caps) & QHCA_CAP_MCAST);
     g_assert_cmpuint(le32_to_cpu(da.max_mcast_grp), ==, QHCA_MAX_MCAST_GRP);
     g_assert_cmpuint(le32_to_cpu(da.max_mcast_qp_attach), ==,

@@ -257,27 +257,18 @@ void pair_stop(Pair *p)
 struct qhca_pbl_desc ring_alloc(QQhca *d, Ring *r, uint32_t log,
                                 uint32_t stride_log)
 {
-    uint32_t bytes = 1u << (log + stride_log);
-    uint32_t n = DIV_ROUND_UP(bytes, 4096);
-    uint64_t pbl = qhca_alloc(d, 4096);
-    uint64_t mem = qhca_alloc(d, n * 4096);
-    uint32_t i;
+    struct qhca_pbl_desc mem;
 
-    g_assert_cmpuint(n, <=, ARRAY_SIZE(r->page));
-    r->log = log;
-    r->stride_log = stride_log;
-    for (i = 0; i < n; i++) {
-        r->page[i] = mem + (n - 1 - i) * 4096;
-        qtest_writeq(d->qts, pbl + 8 * i, r->page[i]);
-    }
-    return qhca_pbl(pbl, n);
+    g_assert_cmpuint(DIV_ROUND_UP(1u << (log + stride_log), 4096), <=,
+                     ARRAY_SIZE(r->page));
+    mem = qhca_drv_ring_alloc(&d->qd, r, log, stride_log);
+    g_assert_cmpuint(r->npages, >, 0);
+    return mem;
 }
 
 uint64_t ring_addr(const Ring *r, uint32_t idx)
 {
-    uint64_t off = (uint64_t)(idx & ((1u << r->log) - 1)) << r->stride_log;
-
-    return r->page[off / 4096] + off % 4096;
+    return qhca_drv_ring_addr(r, idx);
 }
 
 /* An MR over pages in reverse order, so translation mistakes show */
@@ -311,7 +302,7 @@ void mr_io(QQhca *d, const Mr *m, uint64_t off, void *buf,
 Mr mr_reg(QQhca *d, uint32_t pdn, uint64_t len, uint32_t access,
           uint64_t iova)
 {
-    struct qhca_cmd_reg_mr c = { 0 };
+    struct qhca_pbl_desc mem;
     Mr m = { .iova = iova, .len = len };
     uint64_t pbl, i, n1;
 
@@ -334,28 +325,16 @@ Mr mr_reg(QQhca *d, uint32_t pdn, uint64_t len, uint32_t access,
                          8 * (i % 512), entry);
         }
     }
-    c.pdn = cpu_to_le32(pdn);
-    c.access = cpu_to_le32(access);
-    c.iova = cpu_to_le64(iova);
-    c.length = cpu_to_le64(len);
-    c.mem.pbl_addr = cpu_to_le64(pbl);
-    c.mem.num_pages = cpu_to_le32(m.npages);
-    c.mem.levels = n1 > 1 ? 2 : 1;
-    c.mem.page_shift = 12;
-    c.key_variant = cpu_to_le32(0x11);
-    m.key = qhca_cmd_ok(d, QHCA_CMD_REG_MR, &c, sizeof(c));
+    mem = qhca_pbl(pbl, m.npages);
+    mem.levels = n1 > 1 ? 2 : 1;
+    g_assert_cmpint(qhca_drv_reg_mr(&d->qd, pdn, access, iova, len, &mem,
+                                    &m.key), ==, QHCA_CMD_OK);
     return m;
 }
 
 struct qhca_sge sge(const Mr *m, uint64_t off, uint32_t len)
 {
-    struct qhca_sge s = {
-        .addr = cpu_to_le64(m->iova + off),
-        .length = cpu_to_le32(len),
-        .lkey = cpu_to_le32(m->key),
-    };
-
-    return s;
+    return qhca_drv_sge(m->iova + off, len, m->key);
 }
 
 /* One end of a connection: PD, EQ, CQ, QP and its rings */
@@ -367,8 +346,7 @@ static void end_create_common(End *e, QQhca *d, uint8_t type, uint32_t ip,
                               const uint8_t *mac, bool use_srq,
                               uint64_t cq_page0, uint32_t pdn)
 {
-    struct qhca_cmd_create_eq ce = { 0 };
-    struct qhca_cmd_create_cq cc = { 0 };
+    struct qhca_pbl_desc mem;
     struct qhca_cmd_create_qp cq = { 0 };
 
     memset(e, 0, sizeof(*e));
@@ -377,27 +355,21 @@ static void end_create_common(End *e, QQhca *d, uint8_t type, uint32_t ip,
     e->mac = mac;
     qhca_add_gid(d, 0, ip);
     e->pdn = pdn ? pdn : qhca_mk_pd(d);
-    ce.mem = ring_alloc(d, &e->eq, 6, 4);
-    ce.log_depth = 6;
-    ce.vector = cpu_to_le32(1);
-    e->eqn = qhca_cmd_ok(d, QHCA_CMD_CREATE_EQ, &ce, sizeof(ce));
-    cc.mem = ring_alloc(d, &e->cq, 11, 5);      /* 2048 CQEs */
+    mem = ring_alloc(d, &e->eq, 6, 4);
+    g_assert_cmpint(qhca_drv_create_eq(&d->qd, &mem, 6, 1, &e->eqn), ==,
+                    QHCA_CMD_OK);
+    mem = ring_alloc(d, &e->cq, 11, 5);         /* 2048 CQEs */
     if (cq_page0) {
         e->cq.page[0] = cq_page0;
-        qtest_writeq(d->qts, le64_to_cpu(cc.mem.pbl_addr), cq_page0);
+        qtest_writeq(d->qts, le64_to_cpu(mem.pbl_addr), cq_page0);
     }
-    cc.log_depth = 11;
-    cc.eqn = cpu_to_le32(e->eqn);
-    e->cqn = qhca_cmd_ok(d, QHCA_CMD_CREATE_CQ, &cc, sizeof(cc));
+    g_assert_cmpint(qhca_drv_create_cq(&d->qd, &mem, 11, e->eqn, &e->cqn),
+                    ==, QHCA_CMD_OK);
     e->srqn = QHCA_NO_SRQ;
     if (use_srq) {
-        struct qhca_cmd_create_srq cs = { 0 };
-
-        cs.mem = ring_alloc(d, &e->srq, 6, 7);
-        cs.pdn = cpu_to_le32(e->pdn);
-        cs.log_depth = 6;
-        cs.log_stride = 7;
-        e->srqn = qhca_cmd_ok(d, QHCA_CMD_CREATE_SRQ, &cs, sizeof(cs));
+        mem = ring_alloc(d, &e->srq, 6, 7);
+        g_assert_cmpint(qhca_drv_create_srq(&d->qd, &mem, e->pdn, 6, 7,
+                                            &e->srqn), ==, QHCA_CMD_OK);
     }
     cq.type = type;
     cq.sq_log_depth = 7;
@@ -442,19 +414,12 @@ void end_create_cq_at(End *e, QQhca *d, uint32_t ip,
     end_create_ex(e, d, QHCA_QPT_RC, ip, mac, false, cq_page0);
 }
 
-#define M(x) QHCA_QP_ATTR_##x
-
 void rc_connect_av(End *e, const End *peer, const ConnOpts *o,
                    const struct qhca_qp_attr *av)
 {
     struct qhca_qp_attr a = { 0 };
 
-    a.qp_state = QHCA_QPS_INIT;
     a.access_flags = cpu_to_le32(o->access);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(PKEY_INDEX) |
-                                   M(PORT) | M(ACCESS_FLAGS), &a), ==,
-                    QHCA_CMD_OK);
-    a.qp_state = QHCA_QPS_RTR;
     a.path_mtu = o->mtu;
     a.dest_qpn = cpu_to_le32(peer->qpn);
     a.rq_psn = cpu_to_le32(o->psn_zero ? 0 : FIRST_PSN + (e->ip & 1));
@@ -474,19 +439,14 @@ void rc_connect_av(End *e, const End *peer, const ConnOpts *o,
         stl_be_p(&a.dgid[12], peer->ip);
         memcpy(a.dmac, peer->mac, 6);
     }
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(AV) |
-                                   M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
-                                   M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
-                                   &a), ==, QHCA_CMD_OK);
-    a.qp_state = QHCA_QPS_RTS;
     a.timeout = o->timeout;
     a.retry_cnt = o->retry_cnt;
     a.rnr_retry = o->rnr_retry;
     a.sq_psn = cpu_to_le32(o->psn_zero ? 0 : FIRST_PSN + (peer->ip & 1));
     a.max_rd_atomic = o->rd_atomic ? o->rd_atomic : 4;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, M(STATE) | M(TIMEOUT) |
-                                   M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
-                                   M(MAX_QP_RD_ATOMIC), &a), ==, QHCA_CMD_OK);
+    /* INIT, RTR and RTS, each with its attributes of @a */
+    g_assert_cmpint(qhca_drv_qp_connect(&e->d->qd, e->qpn, true, &a), ==,
+                    QHCA_CMD_OK);
 }
 
 void rc_connect_one(End *e, const End *peer, const ConnOpts *o)
@@ -507,67 +467,47 @@ void rc_pair(Pair *p, End *a, End *b, const ConnOpts *o, bool b_srq)
     rc_connect_one(b, a, o ? o : &rc_default_opts);
 }
 
+/* The WQEs of the SGEs or inline bytes that fit, and the doorbell */
 void post_send(End *e, struct qhca_send_wqe *w,
                const struct qhca_sge *sges, unsigned nsge,
                const void *inl, uint32_t inl_len)
 {
-    uint64_t a = ring_addr(&e->sq, e->sq_pi);
-
-    if (inl) {
-        w->flags |= QHCA_WQE_INLINE;
-        w->inline_len = cpu_to_le32(inl_len);
-        qtest_memwrite(e->d->qts, a + QHCA_SEND_WQE_HDR_SIZE, inl, inl_len);
-    } else {
-        w->num_sge = nsge;
-        qtest_memwrite(e->d->qts, a + QHCA_SEND_WQE_HDR_SIZE, sges,
-                       nsge * sizeof(*sges));
-    }
-    qtest_memwrite(e->d->qts, a, w, sizeof(*w));
+    g_assert_true(qhca_drv_put_send(&e->d->qd, &e->sq, e->sq_pi, w, sges,
+                                    nsge, inl, inl_len));
     e->sq_pi++;
-    qhca_db(e->d, 0, QHCA_DB_SQ, e->qpn | (uint32_t)e->sq_pi << 16);
+    qhca_drv_db(&e->d->qd, QHCA_DB_SQ, e->qpn, e->sq_pi);
 }
 
 void post_recv(End *e, uint64_t wr_id, const struct qhca_sge *sges,
                unsigned nsge)
 {
-    struct qhca_recv_wqe w = { .wr_id = cpu_to_le64(wr_id), .num_sge = nsge };
     bool srq = e->srqn != QHCA_NO_SRQ;
-    Ring *r = srq ? &e->srq : &e->rq;
     uint16_t *pi = srq ? &e->srq_pi : &e->rq_pi;
-    uint64_t a = ring_addr(r, *pi);
 
-    qtest_memwrite(e->d->qts, a + QHCA_RECV_WQE_HDR_SIZE, sges,
-                   nsge * sizeof(*sges));
-    qtest_memwrite(e->d->qts, a, &w, sizeof(w));
+    g_assert_true(qhca_drv_put_recv(&e->d->qd, srq ? &e->srq : &e->rq, *pi,
+                                    wr_id, sges, nsge));
     (*pi)++;
     if (srq) {
-        qhca_db(e->d, 0, QHCA_DB_SRQ, e->srqn | (uint32_t)*pi << 16);
+        qhca_drv_db(&e->d->qd, QHCA_DB_SRQ, e->srqn, *pi);
     } else {
-        qhca_db(e->d, 0, QHCA_DB_RQ, e->qpn | (uint32_t)*pi << 16);
+        qhca_drv_db(&e->d->qd, QHCA_DB_RQ, e->qpn, *pi);
     }
 }
 
 /* Has the device written CQE @ci of ring @r (pages not contiguous)? */
 bool cqe_ready(End *e, uint16_t ci)
 {
-    uint8_t owner = qtest_readb(e->d->qts, ring_addr(&e->cq, ci) +
-                                offsetof(struct qhca_cqe, owner));
-
-    return (owner & QHCA_OWNER_BIT) == !((ci >> e->cq.log) & 1);
+    return qhca_drv_ring_ready(&e->d->qd, &e->cq, ci,
+                               offsetof(struct qhca_cqe, owner));
 }
 
+/* Wait for the next CQE, the wire and the clock running, up to 2 s */
 bool wait_cqe(End *e)
 {
-    int i;
-
-    for (i = 0; i < 200000; i++) {
-        if (cqe_ready(e, e->cq_ci)) {
-            return true;
-        }
-        wire_pump();
-        qtest_clock_step(e->d->qts, 10000);
-    }
-    return false;
+    return qhca_drv_wait_entry(&e->d->qd, ring_addr(&e->cq, e->cq_ci),
+                               e->cq.log, e->cq_ci,
+                               offsetof(struct qhca_cqe, owner),
+                               QHCA_QOS_STEPS);
 }
 
 struct qhca_cqe poll_cq(End *e)
@@ -575,9 +515,8 @@ struct qhca_cqe poll_cq(End *e)
     struct qhca_cqe c;
 
     g_assert_true(wait_cqe(e));
-    qtest_memread(e->d->qts, ring_addr(&e->cq, e->cq_ci), &c, sizeof(c));
-    e->cq_ci++;
-    qhca_db(e->d, 0, QHCA_DB_CQ_CI, e->cqn | (uint32_t)e->cq_ci << 16);
+    g_assert_true(qhca_drv_poll_cq(&e->d->qd, &e->cq, &e->cq_ci, e->cqn,
+                                   &c));
     return c;
 }
 
@@ -621,12 +560,7 @@ void fill(uint8_t *buf, size_t len, uint32_t seed)
 
 struct qhca_send_wqe wqe(uint8_t opcode, uint64_t wr_id)
 {
-    struct qhca_send_wqe w = { 0 };
-
-    w.opcode = opcode;
-    w.flags = QHCA_WQE_SIGNALED;
-    w.wr_id = cpu_to_le64(wr_id);
-    return w;
+    return qhca_drv_wqe(opcode, wr_id);
 }
 
 /*
@@ -730,23 +664,8 @@ uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg)
 /* Take UD QP @e RESET -> INIT (Q_Key @qkey) -> RTR, and to RTS if @rts */
 void ud_up(End *e, uint32_t qkey, bool rts)
 {
-    struct qhca_qp_attr at = { 0 };
-
-    at.qp_state = QHCA_QPS_INIT;
-    at.qkey = cpu_to_le32(qkey);
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
-                                   QHCA_QP_ATTR_PKEY_INDEX |
-                                   QHCA_QP_ATTR_PORT | QHCA_QP_ATTR_QKEY,
-                                   &at), ==, QHCA_CMD_OK);
-    at.qp_state = QHCA_QPS_RTR;
-    g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE, &at), ==,
+    g_assert_cmpint(qhca_drv_qp_ud_up(&e->d->qd, e->qpn, qkey, 0, rts), ==,
                     QHCA_CMD_OK);
-    if (rts) {
-        at.qp_state = QHCA_QPS_RTS;
-        g_assert_cmpint(qhca_modify_qp(e->d, e->qpn, QHCA_QP_ATTR_STATE |
-                                       QHCA_QP_ATTR_SQ_PSN, &at), ==,
-                        QHCA_CMD_OK);
-    }
 }
 
 /* Wait for the DEVICE_DELETED event of device @id */
@@ -768,12 +687,11 @@ void wait_device_deleted(QTestState *qts, const char *id)
 /* An AH of @e's to the device at @ip, @mac (IPv4, hop limit 64) */
 uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac)
 {
-    struct qhca_cmd_create_ah ah = { 0 };
+    uint8_t gid[16];
+    uint32_t ahn = 0;
 
-    ah.pdn = cpu_to_le32(e->pdn);
-    ah.hop_limit = 64;
-    ah.dgid[10] = ah.dgid[11] = 0xff;
-    stl_be_p(&ah.dgid[12], ip);
-    memcpy(ah.dmac, mac, 6);
-    return qhca_cmd_ok(e->d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah));
+    qhca_drv_gid_ipv4(gid, ip);
+    g_assert_cmpint(qhca_drv_create_ah(&e->d->qd, e->pdn, 0, gid, mac, &ahn),
+                    ==, QHCA_CMD_OK);
+    return ahn;
 }

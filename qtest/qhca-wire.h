@@ -2,9 +2,11 @@
  * Two qhca devices in one QEMU on a wire the test controls, and what tests
  * of the transport between them need: rings, memory regions, connected QPs,
  * posting and polling, frames built and injected by the test.  Used by
- * qhca-transport-test.c and qhca-faults-test.c (plain qtests on q35: the qos
+ * the transport, faults and teardown qtests (plain qtests on q35: the qos
  * graph has no machine with two of a device); each device is driven through
- * the libqos driver (libqos/qhca.h).
+ * the libqos driver (libqos/qhca.h), and what these helpers do to it
+ * (rings, objects, QP states, WQEs, CQEs) is the mini-driver the qtests
+ * share with the host harness (qhca-drv.h): they assert what it reports.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -56,11 +58,8 @@ typedef struct Wire {
     GByteArray *last[2];        /* the last frame each device sent */
 } Wire;
 
-typedef struct Ring {
-    uint64_t page[64];
-    uint32_t log;
-    uint32_t stride_log;
-} Ring;
+/* A ring in guest memory, pages in reverse order (the mini-driver's) */
+typedef QhcaDrvRing Ring;
 
 typedef struct Mr {
     uint32_t key;

@@ -40,60 +40,26 @@ uint64_t qhca_alloc(QQhca *d, uint64_t size)
 
 void qhca_set_queue_regs(QQhca *d)
 {
-    qhca_wr(d, QHCA_REG_CMDQ_BASE_LO, d->cmdq);
-    qhca_wr(d, QHCA_REG_CMDQ_BASE_HI, d->cmdq >> 32);
-    qhca_wr(d, QHCA_REG_CMDQ_LOG_DEPTH, QHCA_QOS_CMDQ_LOG);
-    qhca_wr(d, QHCA_REG_CMDCQ_BASE_LO, d->cmdcq);
-    qhca_wr(d, QHCA_REG_CMDCQ_BASE_HI, d->cmdcq >> 32);
-    qhca_wr(d, QHCA_REG_CMDCQ_LOG_DEPTH, QHCA_QOS_CMDCQ_LOG);
-    qhca_wr(d, QHCA_REG_AEQ_BASE_LO, d->aeq);
-    qhca_wr(d, QHCA_REG_AEQ_BASE_HI, d->aeq >> 32);
-    qhca_wr(d, QHCA_REG_AEQ_LOG_DEPTH, QHCA_QOS_AEQ_LOG);
+    qhca_drv_set_queue_regs(&d->qd);
 }
 
 void qhca_enable(QQhca *d)
 {
-    d->cmdq_pi = d->cmdcq_ci = 0;
-    d->cookie = 0;
-    qtest_memset(d->qts, d->cmdq, 0, 4096);
-    qtest_memset(d->qts, d->cmdcq, 0, 4096);
-    qtest_memset(d->qts, d->aeq, 0, 4096);
-    qhca_wr(d, QHCA_REG_CTRL, QHCA_CTRL_RESET);
-    qhca_set_queue_regs(d);
-    qhca_wr(d, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
-    g_assert_cmphex(qhca_rd(d, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+    g_assert_true(qhca_drv_enable(&d->qd));
 }
 
 bool qhca_ring_has_entry(QQhca *d, uint64_t base, uint32_t log,
                          uint32_t esize, uint32_t owner_off, uint16_t ci)
 {
-    uint8_t owner = qtest_readb(d->qts, base + (ci & ((1u << log) - 1)) *
-                                esize + owner_off);
-    bool want = !((ci >> log) & 1);
-
-    return (owner & QHCA_OWNER_BIT) == want;
+    return qhca_drv_entry_ready(&d->qd, base + (ci & ((1u << log) - 1)) *
+                                esize, log, ci, owner_off);
 }
 
 bool qhca_wait_entry(QQhca *d, uint64_t base, uint32_t log, uint32_t esize,
                      uint32_t owner_off, uint16_t ci)
 {
-    int i;
-
-    /*
-     * Each qtest command lets the main loop run the device's bottom half;
-     * stepping the virtual clock by 10 us runs its timers.  At most 2 s of
-     * virtual time.
-     */
-    for (i = 0; i < 200000; i++) {
-        if (qhca_ring_has_entry(d, base, log, esize, owner_off, ci)) {
-            return true;
-        }
-        if (d->idle) {
-            d->idle();
-        }
-        qtest_clock_step(d->qts, 10000);
-    }
-    return false;
+    return qhca_drv_wait_entry(&d->qd, base + (ci & ((1u << log) - 1)) *
+                               esize, log, ci, owner_off, QHCA_QOS_STEPS);
 }
 
 int qhca_cmd_post(QQhca *d, uint16_t opcode, const void *payload, size_t len,
@@ -101,37 +67,16 @@ int qhca_cmd_post(QQhca *d, uint16_t opcode, const void *payload, size_t len,
 {
     struct qhca_cmd cmd;
     struct qhca_cmd_comp comp;
-    uint32_t slot;
+    int status;
 
-    g_assert_cmpuint(len, <=, sizeof(cmd.raw));
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.hdr.opcode = cpu_to_le16(opcode);
-    cmd.hdr.cookie = cpu_to_le32(++d->cookie);
-    cmd.hdr.resp_addr = cpu_to_le64(d->resp);
-    cmd.hdr.resp_len = cpu_to_le32(256);
-    if (len) {
-        memcpy(cmd.raw, payload, len);
-    }
-    slot = d->cmdq_pi & ((1 << QHCA_QOS_CMDQ_LOG) - 1);
-    qtest_memwrite(d->qts, d->cmdq + slot * QHCA_CMD_SIZE, &cmd, sizeof(cmd));
-    d->cmdq_pi++;
-    qhca_db(d, 0, QHCA_DB_CMDQ, d->cmdq_pi);
-
-    g_assert_true(qhca_wait_entry(d, d->cmdcq, QHCA_QOS_CMDCQ_LOG,
-                                  QHCA_CMD_COMP_SIZE,
-                                  offsetof(struct qhca_cmd_comp, owner),
-                                  d->cmdcq_ci));
-    slot = d->cmdcq_ci & ((1 << QHCA_QOS_CMDCQ_LOG) - 1);
-    qtest_memread(d->qts, d->cmdcq + slot * QHCA_CMD_COMP_SIZE, &comp,
-                  sizeof(comp));
-    d->cmdcq_ci++;
-    qhca_db(d, 0, QHCA_DB_CMDCQ, d->cmdcq_ci);
-    g_assert_cmpuint(le32_to_cpu(comp.cookie), ==, d->cookie);
-    g_assert_cmpuint(comp.opcode, ==, opcode & 0xff);
+    g_assert_true(qhca_drv_cmd_init(&d->qd, &cmd, opcode, payload, len));
+    status = qhca_drv_cmd_run(&d->qd, &cmd, &comp);
+    /* a completion came, with the command's cookie and opcode */
+    g_assert_cmpint(status, >=, 0);
     if (result) {
         *result = le32_to_cpu(comp.result);
     }
-    return le16_to_cpu(comp.status);
+    return status;
 }
 
 uint32_t qhca_cmd_ok(QQhca *d, uint16_t opcode, const void *payload,
@@ -153,13 +98,7 @@ int qhca_cmd_obj(QQhca *d, uint16_t opcode, uint32_t handle)
 
 struct qhca_pbl_desc qhca_pbl(uint64_t pbl, uint32_t pages)
 {
-    struct qhca_pbl_desc m = { 0 };
-
-    m.pbl_addr = cpu_to_le64(pbl);
-    m.num_pages = cpu_to_le32(pages);
-    m.levels = 1;
-    m.page_shift = 12;
-    return m;
+    return qhca_drv_pbl_desc(pbl, pages, QHCA_PAGE_SHIFT);
 }
 
 struct qhca_pbl_desc qhca_mem(QQhca *d, uint32_t pages, uint64_t *first_page)
@@ -198,22 +137,23 @@ uint32_t qhca_mk_pd(QQhca *d)
 
 uint32_t qhca_mk_eq(QQhca *d, uint32_t vector, uint64_t *ring)
 {
-    struct qhca_cmd_create_eq e = { 0 };
+    struct qhca_pbl_desc mem = qhca_mem(d, 1, ring);
+    uint32_t eqn = 0;
 
-    e.mem = qhca_mem(d, 1, ring);
-    e.log_depth = 6;
-    e.vector = cpu_to_le32(vector);
-    return qhca_cmd_ok(d, QHCA_CMD_CREATE_EQ, &e, sizeof(e));
+    g_assert_cmpint(qhca_drv_create_eq(&d->qd, &mem, 6, vector, &eqn), ==,
+                    QHCA_CMD_OK);
+    return eqn;
 }
 
 uint32_t qhca_mk_cq(QQhca *d, uint32_t eqn, uint32_t log, uint64_t *ring)
 {
-    struct qhca_cmd_create_cq c = { 0 };
+    struct qhca_pbl_desc mem;
+    uint32_t cqn = 0;
 
-    c.mem = qhca_mem(d, MAX(1, ((1u << log) * QHCA_CQE_SIZE) / 4096), ring);
-    c.log_depth = log;
-    c.eqn = cpu_to_le32(eqn);
-    return qhca_cmd_ok(d, QHCA_CMD_CREATE_CQ, &c, sizeof(c));
+    mem = qhca_mem(d, MAX(1, ((1u << log) * QHCA_CQE_SIZE) / 4096), ring);
+    g_assert_cmpint(qhca_drv_create_cq(&d->qd, &mem, log, eqn, &cqn), ==,
+                    QHCA_CMD_OK);
+    return cqn;
 }
 
 struct qhca_cmd_create_qp qhca_qp_desc(QQhca *d, uint8_t type, uint32_t pdn,
@@ -239,46 +179,117 @@ struct qhca_cmd_create_qp qhca_qp_desc(QQhca *d, uint8_t type, uint32_t pdn,
 
 void qhca_add_gid(QQhca *d, uint32_t index, uint32_t ipv4)
 {
-    struct qhca_cmd_gid g = { .index = cpu_to_le32(index) };
+    uint8_t gid[16];
 
-    g.gid[10] = 0xff;
-    g.gid[11] = 0xff;
-    stl_be_p(&g.gid[12], ipv4);
-    qhca_cmd_ok(d, QHCA_CMD_ADD_GID, &g, sizeof(g));
+    qhca_drv_gid_ipv4(gid, ipv4);
+    g_assert_cmpint(qhca_drv_add_gid(&d->qd, index, gid), ==, QHCA_CMD_OK);
 }
 
 int qhca_modify_qp(QQhca *d, uint32_t qpn, uint32_t mask,
                    const struct qhca_qp_attr *a)
 {
-    struct qhca_cmd_modify_qp m = { 0 };
+    int status = qhca_drv_modify_qp(&d->qd, qpn, mask, a);
 
-    m.qpn = cpu_to_le32(qpn);
-    m.attr_mask = cpu_to_le32(mask);
-    m.attr = *a;
-    return qhca_cmd_post(d, QHCA_CMD_MODIFY_QP, &m, sizeof(m), NULL);
+    g_assert_cmpint(status, >=, 0);
+    return status;
 }
 
 struct qhca_qp_attr qhca_query_qp(QQhca *d, uint32_t qpn)
 {
     struct qhca_qp_attr a;
 
-    g_assert_cmpint(qhca_cmd_obj(d, QHCA_CMD_QUERY_QP, qpn), ==, QHCA_CMD_OK);
-    qtest_memread(d->qts, d->resp, &a, sizeof(a));
+    g_assert_cmpint(qhca_drv_query_qp(&d->qd, qpn, &a), ==, QHCA_CMD_OK);
     return a;
 }
+
+/* The mini-driver's ops: the qtest's memory and the device's BARs */
+
+static void qos_mem_read(void *opaque, uint64_t addr, void *buf, uint64_t len)
+{
+    QQhca *d = opaque;
+
+    qtest_memread(d->qts, addr, buf, len);
+}
+
+static void qos_mem_write(void *opaque, uint64_t addr, const void *buf,
+                          uint64_t len)
+{
+    QQhca *d = opaque;
+
+    qtest_memwrite(d->qts, addr, buf, len);
+}
+
+static void qos_mem_set(void *opaque, uint64_t addr, uint8_t val,
+                        uint64_t len)
+{
+    QQhca *d = opaque;
+
+    qtest_memset(d->qts, addr, val, len);
+}
+
+static uint64_t qos_alloc_pages(void *opaque, uint32_t n)
+{
+    return qhca_alloc(opaque, (uint64_t)n * QHCA_PAGE_SIZE);
+}
+
+static uint32_t qos_reg_read(void *opaque, uint32_t off)
+{
+    return qhca_rd(opaque, off);
+}
+
+static void qos_reg_write(void *opaque, uint32_t off, uint32_t val)
+{
+    qhca_wr(opaque, off, val);
+}
+
+static void qos_db_write(void *opaque, uint32_t page, uint32_t off,
+                         uint32_t val)
+{
+    qhca_db(opaque, page, off, val);
+}
+
+/*
+ * Each qtest command lets the main loop run the device's bottom half;
+ * stepping the virtual clock by 10 us runs its timers
+ */
+static bool qos_step(void *opaque)
+{
+    QQhca *d = opaque;
+
+    if (d->idle) {
+        d->idle();
+    }
+    qtest_clock_step(d->qts, 10000);
+    return true;
+}
+
+static const QhcaDrvOps qhca_qos_drv_ops = {
+    .mem_read = qos_mem_read,
+    .mem_write = qos_mem_write,
+    .mem_set = qos_mem_set,
+    .alloc_pages = qos_alloc_pages,
+    .reg_read = qos_reg_read,
+    .reg_write = qos_reg_write,
+    .db_write = qos_db_write,
+    .step = qos_step,
+};
 
 /* Map the BARs and allocate the queues of a device found in d->dev */
 static void qhca_setup(QQhca *d, QGuestAllocator *alloc)
 {
+    uint64_t cmdq, cmdcq, aeq, resp;
+
     d->qts = d->dev.bus->qts;
     d->alloc = alloc;
     qpci_device_enable(&d->dev);
     d->reg = qpci_iomap(&d->dev, QHCA_REG_BAR, &d->reg_size);
     d->db = qpci_iomap(&d->dev, QHCA_DB_BAR, &d->db_size);
-    d->cmdq = qhca_alloc(d, 4096);
-    d->cmdcq = qhca_alloc(d, 4096);
-    d->aeq = qhca_alloc(d, 4096);
-    d->resp = qhca_alloc(d, 4096);
+    cmdq = qhca_alloc(d, 4096);
+    cmdcq = qhca_alloc(d, 4096);
+    aeq = qhca_alloc(d, 4096);
+    resp = qhca_alloc(d, 4096);
+    qhca_drv_init(&d->qd, &qhca_qos_drv_ops, d, cmdq, cmdcq, aeq, resp,
+                  QHCA_QOS_STEPS);
 }
 
 void qhca_init(QQhca *d, QPCIBus *bus, int devfn, QGuestAllocator *alloc)
@@ -294,10 +305,10 @@ void qhca_init(QQhca *d, QPCIBus *bus, int devfn, QGuestAllocator *alloc)
 
 void qhca_uninit(QQhca *d)
 {
-    guest_free(d->alloc, d->resp);
-    guest_free(d->alloc, d->aeq);
-    guest_free(d->alloc, d->cmdcq);
-    guest_free(d->alloc, d->cmdq);
+    guest_free(d->alloc, d->qd.resp);
+    guest_free(d->alloc, d->qd.aeq);
+    guest_free(d->alloc, d->qd.cmdcq);
+    guest_free(d->alloc, d->qd.cmdq);
     qpci_iounmap(&d->dev, d->db);
     qpci_iounmap(&d->dev, d->reg);
 }

@@ -2,7 +2,10 @@
  * libqos driver for the qhca RDMA HCA: the device on the qos graph
  * ("qhca", consumes "pci-bus") and what a test needs to drive it: its
  * registers and doorbells, its command queue, and memory for the queues it
- * reads, all from the test's QGuestAllocator.
+ * reads, all from the test's QGuestAllocator.  What it does to the device
+ * is the mini-driver it shares with the host harness (qhca-drv.h, from
+ * tests/common/ of the qhca tree), over the qtest's memory and the
+ * device's BARs; the functions here assert what they expect.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -16,15 +19,19 @@
 #include "pci.h"
 #include "libqos-malloc.h"
 #include "hw/qhca/qhca_hw.h"
+#include "qhca-drv.h"
 
 /* Where the qos graph puts the device, and its MAC there */
 #define QHCA_QOS_DEVFN      QPCI_DEVFN(4, 0)
 #define QHCA_QOS_MAC        "52:54:00:12:34:56"
 
 /* The command queue, its completion ring and the async EQ (entries) */
-#define QHCA_QOS_CMDQ_LOG   3
-#define QHCA_QOS_CMDCQ_LOG  3
-#define QHCA_QOS_AEQ_LOG    4
+#define QHCA_QOS_CMDQ_LOG   QHCA_DRV_CMDQ_LOG
+#define QHCA_QOS_CMDCQ_LOG  QHCA_DRV_CMDCQ_LOG
+#define QHCA_QOS_AEQ_LOG    QHCA_DRV_AEQ_LOG
+
+/* How long the driver waits for the device: 2 s of virtual time */
+#define QHCA_QOS_STEPS      200000
 
 /* A guest physical address where nothing is mapped */
 #define QHCA_NO_RAM_ADDR    0xfff000000000ULL
@@ -40,14 +47,11 @@ struct QQhca {
     uint64_t db_size;
     QTestState *qts;
     QGuestAllocator *alloc;
-    /* the driver's own queues and response buffer, one page each */
-    uint64_t cmdq;
-    uint64_t cmdcq;
-    uint64_t aeq;
-    uint64_t resp;
-    uint16_t cmdq_pi;
-    uint16_t cmdcq_ci;
-    uint32_t cookie;
+    /*
+     * The shared mini-driver: its queues and response buffer (one page
+     * each: qd.cmdq, qd.cmdcq, qd.aeq, qd.resp) and their indices
+     */
+    QhcaDrv qd;
     /* called while waiting for the device (a test's wire), may be NULL */
     void (*idle)(void);
 };

@@ -1,9 +1,11 @@
 /*
  * The harness's mini-driver: brings a device up, posts commands and waits
  * for their completions, creates the objects of a connected pair, posts
- * WQEs and polls CQEs.  The same sequences as the qtest's helpers
- * (qtest/qhca-test.c), on the harness's flat RAM; every layout comes from
- * include/qhca_hw.h.
+ * WQEs and polls CQEs.  What it does to a device is the shared mini-driver
+ * of the qtests (tests/common/qhca-drv.c), here over the harness's flat
+ * RAM, its MMIO and its main loop; this file keeps the harness's own
+ * layout (the queues at HX_CTRL_BASE, rings from HX_RING_BASE, MR memory
+ * from HX_DATA_BASE) and its objects and connections.
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -13,14 +15,16 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "harness.h"
+/*
+ * The shared mini-driver, compiled with this file: scripts/fuzz builds the
+ * harness from its own list of tests/harness/ files
+ */
+#include "../common/qhca-drv.c"
 
 #define CMDQ_ADDR       (HX_CTRL_BASE + 0x0000)
 #define CMDCQ_ADDR      (HX_CTRL_BASE + 0x1000)
 #define AEQ_ADDR        (HX_CTRL_BASE + 0x2000)
 #define RESP_ADDR       HX_RESP_ADDR
-#define CMDQ_LOG        3
-#define CMDCQ_LOG       3
-#define AEQ_LOG         4
 #define CMD_WAIT_STEPS  2000
 
 const HxConnOpts hx_default_conn = {
@@ -31,27 +35,65 @@ const HxConnOpts hx_default_conn = {
     .sq_psn = 0xfffff0,
 };
 
-/* An IPv4 address as a GID: IPv4-mapped IPv6, ::ffff:a.b.c.d */
+/* The shared mini-driver's ops: the guest's accesses to its device */
+
+static void drv_mem_read(void *dev, uint64_t addr, void *buf, uint64_t len)
+{
+    hx_mem_read(dev, addr, buf, len);
+}
+
+static void drv_mem_write(void *dev, uint64_t addr, const void *buf,
+                          uint64_t len)
+{
+    hx_mem_write(dev, addr, buf, len);
+}
+
+static void drv_mem_set(void *dev, uint64_t addr, uint8_t val,
+                        uint64_t len)
+{
+    hx_mem_fill(dev, addr, val, len);
+}
+
+static uint64_t drv_alloc_pages(void *dev, uint32_t n)
+{
+    return hx_alloc_ring_pages(dev, n);
+}
+
+static uint32_t drv_reg_read(void *dev, uint32_t off)
+{
+    return hx_mmio_read(dev, off);
+}
+
+static void drv_reg_write(void *dev, uint32_t off, uint32_t val)
+{
+    hx_mmio_write(dev, off, val);
+}
+
+static void drv_db_write(void *dev, uint32_t page, uint32_t off,
+                         uint32_t val)
+{
+    hx_db_write(dev, page, off, val);
+}
+
+/* One step of the pair's main loop; false once it has nothing to do */
+static bool drv_step(void *dev)
+{
+    HxDev *d = dev;
+
+    return hx_step(d->pair);
+}
+
 void hx_gid_ipv4(uint8_t *gid, uint32_t ip)
 {
-    memset(gid, 0, 16);
-    gid[10] = gid[11] = 0xff;
-    stl_be_p(&gid[12], ip);
+    qhca_drv_gid_ipv4(gid, ip);
 }
 
 /* An AH on @d to @gid (IPv4-mapped or IPv6) at @mac, from GID @sgid */
 static bool make_ah(HxDev *d, uint8_t sgid, const uint8_t *gid,
                     const uint8_t *mac, uint32_t *ahn)
 {
-    struct qhca_cmd_create_ah ah = { 0 };
-
-    ah.pdn = cpu_to_le32(d->drv.pdn);
-    ah.sgid_index = sgid;
-    ah.hop_limit = 64;
-    memcpy(ah.dgid, gid, 16);
-    memcpy(ah.dmac, mac, 6);
-    return hx_cmd(d, QHCA_CMD_CREATE_AH, &ah, sizeof(ah), ahn) ==
-           QHCA_CMD_OK;
+    return qhca_drv_create_ah(&d->drv.qd, d->drv.pdn, sgid, gid, mac,
+                              ahn) == QHCA_CMD_OK;
 }
 
 uint64_t hx_alloc_ring_pages(HxDev *d, uint32_t n)
@@ -82,120 +124,65 @@ uint64_t hx_alloc_data(HxDev *d, uint64_t len)
 struct qhca_pbl_desc hx_pbl(HxDev *d, const uint64_t *pages, uint32_t n,
                             uint8_t shift)
 {
-    struct qhca_pbl_desc m = { 0 };
-    uint64_t pbl = hx_alloc_ring_pages(d, 1);
-    uint32_t i;
-
-    for (i = 0; pbl && i < MIN(n, QHCA_PBL_ENTRIES); i++) {
-        uint64_t le = cpu_to_le64(pages[i]);
-
-        hx_mem_write(d, pbl + 8ULL * i, &le, 8);
-    }
-    m.pbl_addr = cpu_to_le64(pbl);
-    m.num_pages = cpu_to_le32(n);
-    m.levels = 1;
-    m.page_shift = shift;
-    return m;
+    return qhca_drv_pbl(&d->drv.qd, pages, n, shift);
 }
 
 /* A ring of 2^log entries of 2^stride_log bytes, its pages in reverse */
 struct qhca_pbl_desc hx_ring_alloc(HxDev *d, HxRing *r, uint32_t log,
                                    uint32_t stride_log)
 {
-    uint64_t bytes = 1ULL << MIN(log + stride_log, 30);
-    uint32_t n = MIN(DIV_ROUND_UP(bytes, QHCA_PAGE_SIZE), HX_RING_MAX_PAGES);
-    uint64_t mem = hx_alloc_ring_pages(d, n);
-    uint32_t i;
-
-    memset(r, 0, sizeof(*r));
-    r->log = log;
-    r->stride_log = stride_log;
-    r->npages = mem ? n : 0;
-    for (i = 0; i < r->npages; i++) {
-        r->page[i] = mem + (uint64_t)(n - 1 - i) * QHCA_PAGE_SIZE;
-    }
-    return hx_pbl(d, r->page, r->npages, QHCA_PAGE_SHIFT);
+    return qhca_drv_ring_alloc(&d->drv.qd, r, log, stride_log);
 }
 
 uint64_t hx_ring_addr(const HxRing *r, uint32_t idx)
 {
-    uint64_t off = (uint64_t)(idx & ((1u << r->log) - 1)) << r->stride_log;
-    uint64_t pg = off / QHCA_PAGE_SIZE;
-
-    if (pg >= r->npages) {
-        return 0;
-    }
-    return r->page[pg] + off % QHCA_PAGE_SIZE;
+    return qhca_drv_ring_addr(r, idx);
 }
 
-/* Has the device written entry @ci of a ring whose owner byte is at @off? */
-static bool entry_ready(HxDev *d, uint64_t addr, uint32_t log, uint16_t ci,
-                        uint32_t owner_off)
+/*
+ * Every command the shared mini-driver posts for the harness: none while
+ * the device is not up; the next command's header fields if the caller
+ * set them (the fuzzer's header overrides)
+ */
+static bool drv_cmd_filter(void *dev, struct qhca_cmd *cmd)
 {
-    uint8_t owner = 0;
+    HxDrv *v = &((HxDev *)dev)->drv;
 
-    hx_mem_read(d, addr + owner_off, &owner, 1);
-    return (owner & QHCA_OWNER_BIT) == !((ci >> log) & 1);
+    if (!v->up) {
+        return false;
+    }
+    if (v->hdr_override) {
+        v->hdr_override = false;
+        cmd->hdr.flags = cpu_to_le16(v->hdr_flags);
+        cmd->hdr.resp_addr = cpu_to_le64(v->hdr_resp_addr);
+        cmd->hdr.resp_len = cpu_to_le32(v->hdr_resp_len);
+    }
+    return true;
+}
+
+static const QhcaDrvOps hx_drv_ops = {
+    .mem_read = drv_mem_read,
+    .mem_write = drv_mem_write,
+    .mem_set = drv_mem_set,
+    .alloc_pages = drv_alloc_pages,
+    .reg_read = drv_reg_read,
+    .reg_write = drv_reg_write,
+    .db_write = drv_db_write,
+    .step = drv_step,
+    .cmd_filter = drv_cmd_filter,
+};
+
+void hx_drv_init(HxDev *d)
+{
+    qhca_drv_init(&d->drv.qd, &hx_drv_ops, d, CMDQ_ADDR, CMDCQ_ADDR,
+                  AEQ_ADDR, RESP_ADDR, CMD_WAIT_STEPS);
 }
 
 /* Post a command and wait for its completion: its status, -1 if none */
 int hx_cmd(HxDev *d, uint16_t opcode, const void *payload, size_t len,
            uint32_t *result)
 {
-    HxDrv *v = &d->drv;
-    struct qhca_cmd cmd;
-    struct qhca_cmd_comp comp;
-    uint64_t caddr;
-    unsigned i;
-
-    if (!v->up || len > sizeof(cmd.raw)) {
-        return -1;
-    }
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.hdr.opcode = cpu_to_le16(opcode);
-    cmd.hdr.cookie = cpu_to_le32(++v->cookie);
-    cmd.hdr.resp_addr = cpu_to_le64(RESP_ADDR);
-    cmd.hdr.resp_len = cpu_to_le32(256);
-    if (v->hdr_override) {
-        v->hdr_override = false;
-        cmd.hdr.flags = cpu_to_le16(v->hdr_flags);
-        cmd.hdr.resp_addr = cpu_to_le64(v->hdr_resp_addr);
-        cmd.hdr.resp_len = cpu_to_le32(v->hdr_resp_len);
-    }
-    if (len) {
-        memcpy(cmd.raw, payload, len);
-    }
-    hx_mem_write(d, CMDQ_ADDR + (v->cmdq_pi & ((1 << CMDQ_LOG) - 1)) *
-                 QHCA_CMD_SIZE, &cmd, sizeof(cmd));
-    v->cmdq_pi++;
-    hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_CMDQ, v->cmdq_pi);
-
-    caddr = CMDCQ_ADDR + (v->cmdcq_ci & ((1 << CMDCQ_LOG) - 1)) *
-            QHCA_CMD_COMP_SIZE;
-    for (i = 0; i < CMD_WAIT_STEPS; i++) {
-        if (entry_ready(d, caddr, CMDCQ_LOG, v->cmdcq_ci,
-                        offsetof(struct qhca_cmd_comp, owner))) {
-            break;
-        }
-        if (!hx_step(d->pair)) {
-            break;
-        }
-    }
-    if (!entry_ready(d, caddr, CMDCQ_LOG, v->cmdcq_ci,
-                     offsetof(struct qhca_cmd_comp, owner))) {
-        return -1;
-    }
-    hx_mem_read(d, caddr, &comp, sizeof(comp));
-    v->cmdcq_ci++;
-    hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_CMDCQ,
-                v->cmdcq_ci | (v->arm_cmdcq ? QHCA_DB_CMDCQ_ARM : 0));
-    if (le32_to_cpu(comp.cookie) != v->cookie) {
-        return -1;
-    }
-    if (result) {
-        *result = le32_to_cpu(comp.result);
-    }
-    return le16_to_cpu(comp.status);
+    return qhca_drv_cmd(&d->drv.qd, opcode, payload, len, result);
 }
 
 static bool cmd_ok(HxDev *d, uint16_t opcode, const void *payload,
@@ -209,47 +196,24 @@ bool hx_drv_enable(HxDev *d)
 {
     HxDrv *v = &d->drv;
 
-    hx_mmio_write(d, QHCA_REG_CTRL, QHCA_CTRL_RESET);
     memset(v, 0, sizeof(*v));
+    hx_drv_init(d);
     v->ring_next = HX_RING_BASE;
     v->data_next = HX_DATA_BASE;
-    hx_mem_fill(d, HX_CTRL_BASE, 0, 4 * QHCA_PAGE_SIZE);
-    hx_mmio_write(d, QHCA_REG_CMDQ_BASE_LO, CMDQ_ADDR);
-    hx_mmio_write(d, QHCA_REG_CMDQ_BASE_HI, 0);
-    hx_mmio_write(d, QHCA_REG_CMDQ_LOG_DEPTH, CMDQ_LOG);
-    hx_mmio_write(d, QHCA_REG_CMDCQ_BASE_LO, CMDCQ_ADDR);
-    hx_mmio_write(d, QHCA_REG_CMDCQ_BASE_HI, 0);
-    hx_mmio_write(d, QHCA_REG_CMDCQ_LOG_DEPTH, CMDCQ_LOG);
-    hx_mmio_write(d, QHCA_REG_AEQ_BASE_LO, AEQ_ADDR);
-    hx_mmio_write(d, QHCA_REG_AEQ_BASE_HI, 0);
-    hx_mmio_write(d, QHCA_REG_AEQ_LOG_DEPTH, AEQ_LOG);
-    hx_mmio_write(d, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
-    v->up = hx_mmio_read(d, QHCA_REG_STATUS) == QHCA_STATUS_READY;
+    v->up = qhca_drv_enable(&v->qd);
     return v->up;
 }
 
 int hx_modify_qp(HxDev *d, uint32_t qpn, uint32_t mask,
                  const struct qhca_qp_attr *a)
 {
-    struct qhca_cmd_modify_qp m = { 0 };
-
-    m.qpn = cpu_to_le32(qpn);
-    m.attr_mask = cpu_to_le32(mask);
-    m.attr = *a;
-    return hx_cmd(d, QHCA_CMD_MODIFY_QP, &m, sizeof(m), NULL);
+    return qhca_drv_modify_qp(&d->drv.qd, qpn, mask, a);
 }
 
 int hx_query_qp(HxDev *d, uint32_t qpn, struct qhca_qp_attr *a)
 {
-    struct qhca_cmd_obj o = { .handle = cpu_to_le32(qpn) };
-    int st = hx_cmd(d, QHCA_CMD_QUERY_QP, &o, sizeof(o), NULL);
-
-    if (st == QHCA_CMD_OK) {
-        hx_mem_read(d, RESP_ADDR, a, sizeof(*a));
-    }
-    return st;
+    return qhca_drv_query_qp(&d->drv.qd, qpn, a);
 }
-
 HxQp *hx_drv_qp(HxDev *d, unsigned sel)
 {
     HxQp *qp = &d->drv.qp[sel % HX_MAX_QPS];
@@ -330,11 +294,8 @@ bool hx_drv_setup(HxDev *d)
 {
     HxDrv *v = &d->drv;
     HxDev *peer = &d->pair->dev[!d->idx];
-    struct qhca_cmd_gid gid = { 0 };
-    struct qhca_cmd_create_eq ce = { 0 };
-    struct qhca_cmd_create_cq cc = { 0 };
-    struct qhca_cmd_create_srq cs = { 0 };
-    struct qhca_cmd_reg_mr rm = { 0 };
+    QhcaDrv *q = &v->qd;
+    struct qhca_pbl_desc mem;
     struct qhca_cmd_alloc_mr am = { 0 };
     uint8_t dgid[16];
     const uint32_t mr_len = 4u << 20;
@@ -345,34 +306,23 @@ bool hx_drv_setup(HxDev *d)
     if (!hx_drv_enable(d)) {
         return false;
     }
-    gid.index = cpu_to_le32(HX_GID_IPV4);
-    hx_gid_ipv4(gid.gid, d->ip);
-    if (!cmd_ok(d, QHCA_CMD_ADD_GID, &gid, sizeof(gid), NULL)) {
-        return false;
-    }
-    gid.index = cpu_to_le32(HX_GID_IPV6);
-    memcpy(gid.gid, d->ip6, 16);
-    if (!cmd_ok(d, QHCA_CMD_ADD_GID, &gid, sizeof(gid), NULL) ||
+    hx_gid_ipv4(dgid, d->ip);
+    if (qhca_drv_add_gid(q, HX_GID_IPV4, dgid) != QHCA_CMD_OK ||
+        qhca_drv_add_gid(q, HX_GID_IPV6, d->ip6) != QHCA_CMD_OK ||
         !cmd_ok(d, QHCA_CMD_ALLOC_PD, NULL, 0, &v->pdn)) {
         return false;
     }
-    ce.mem = hx_ring_alloc(d, &v->eq, 6, 4);
-    ce.log_depth = 6;
-    ce.vector = cpu_to_le32(1);
-    if (!cmd_ok(d, QHCA_CMD_CREATE_EQ, &ce, sizeof(ce), &v->eqn)) {
+    mem = hx_ring_alloc(d, &v->eq, 6, 4);
+    if (qhca_drv_create_eq(q, &mem, 6, 1, &v->eqn) != QHCA_CMD_OK) {
         return false;
     }
-    cc.mem = hx_ring_alloc(d, &v->cq, 8, 5);
-    cc.log_depth = 8;
-    cc.eqn = cpu_to_le32(v->eqn);
-    if (!cmd_ok(d, QHCA_CMD_CREATE_CQ, &cc, sizeof(cc), &v->cqn)) {
+    mem = hx_ring_alloc(d, &v->cq, 8, 5);
+    if (qhca_drv_create_cq(q, &mem, 8, v->eqn, &v->cqn) != QHCA_CMD_OK) {
         return false;
     }
-    cs.mem = hx_ring_alloc(d, &v->srq, 6, 7);
-    cs.pdn = cpu_to_le32(v->pdn);
-    cs.log_depth = 6;
-    cs.log_stride = 7;
-    if (!cmd_ok(d, QHCA_CMD_CREATE_SRQ, &cs, sizeof(cs), &v->srqn)) {
+    mem = hx_ring_alloc(d, &v->srq, 6, 7);
+    if (qhca_drv_create_srq(q, &mem, v->pdn, 6, 7, &v->srqn) !=
+        QHCA_CMD_OK) {
         return false;
     }
 
@@ -390,15 +340,11 @@ bool hx_drv_setup(HxDev *d)
         l1[i] = le64_to_cpu(hx_pbl(d, pages, QHCA_PBL_ENTRIES,
                                    QHCA_PAGE_SHIFT).pbl_addr);
     }
-    rm.mem = hx_pbl(d, l1, 2, QHCA_PAGE_SHIFT);
-    rm.mem.num_pages = cpu_to_le32(mr_len / QHCA_PAGE_SIZE);
-    rm.mem.levels = 2;
-    rm.pdn = cpu_to_le32(v->pdn);
-    rm.access = cpu_to_le32(HX_ALL_ACCESS);
-    rm.iova = cpu_to_le64(v->mr.iova);
-    rm.length = cpu_to_le64(mr_len);
-    rm.key_variant = cpu_to_le32(0x11);
-    if (!cmd_ok(d, QHCA_CMD_REG_MR, &rm, sizeof(rm), &v->mr.key)) {
+    mem = hx_pbl(d, l1, 2, QHCA_PAGE_SHIFT);
+    mem.num_pages = cpu_to_le32(mr_len / QHCA_PAGE_SIZE);
+    mem.levels = 2;
+    if (qhca_drv_reg_mr(q, v->pdn, HX_ALL_ACCESS, v->mr.iova, mr_len, &mem,
+                        &v->mr.key) != QHCA_CMD_OK) {
         return false;
     }
     am.pdn = cpu_to_le32(v->pdn);
@@ -429,51 +375,37 @@ static bool rc_connect_one(HxDev *d, HxQp *qp, HxDev *peer, HxQp *pqp,
                            const HxConnOpts *o)
 {
     struct qhca_qp_attr a = { 0 };
-    bool rc = qp->type != QHCA_QPT_UC;
-    uint32_t rtr = rc ? M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER) : 0;
-    uint32_t rts = rc ? M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
-                        M(MAX_QP_RD_ATOMIC) : 0;
+    struct qhca_qp_attr t = { 0 };
 
     a.qp_state = QHCA_QPS_RESET;
     if (hx_modify_qp(d, qp->qpn, M(STATE), &a) != QHCA_CMD_OK) {
         return false;
     }
     qp->sq_pi = qp->rq_pi = 0;
-    a.qp_state = QHCA_QPS_INIT;
-    a.access_flags = cpu_to_le32(o->access);
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(PKEY_INDEX) | M(PORT) |
-                     M(ACCESS_FLAGS), &a) != QHCA_CMD_OK) {
-        return false;
-    }
-    a.qp_state = QHCA_QPS_RTR;
-    a.path_mtu = o->mtu;
-    a.dest_qpn = cpu_to_le32(pqp->qpn);
-    a.rq_psn = cpu_to_le32((o->sq_psn + peer->idx) & 0xffffff);
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = o->min_rnr_timer;
-    a.hop_limit = 64;
+    t.access_flags = cpu_to_le32(o->access);
+    t.path_mtu = o->mtu;
+    t.dest_qpn = cpu_to_le32(pqp->qpn);
+    t.rq_psn = cpu_to_le32((o->sq_psn + peer->idx) & 0xffffff);
+    t.max_dest_rd_atomic = 4;
+    t.min_rnr_timer = o->min_rnr_timer;
+    t.hop_limit = 64;
     if (o->ipv6) {
-        a.sgid_index = HX_GID_IPV6;
-        a.traffic_class = o->tclass;
-        a.flow_label = cpu_to_le32(o->flow_label & 0xfffff);
-        memcpy(a.dgid, peer->ip6, 16);
+        t.sgid_index = HX_GID_IPV6;
+        t.traffic_class = o->tclass;
+        t.flow_label = cpu_to_le32(o->flow_label & 0xfffff);
+        memcpy(t.dgid, peer->ip6, 16);
     } else {
-        a.sgid_index = HX_GID_IPV4;
-        hx_gid_ipv4(a.dgid, peer->ip);
+        t.sgid_index = HX_GID_IPV4;
+        hx_gid_ipv4(t.dgid, peer->ip);
     }
-    memcpy(a.dmac, peer->mac, 6);
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(AV) | M(PATH_MTU) |
-                     M(DEST_QPN) | M(RQ_PSN) | rtr, &a) != QHCA_CMD_OK) {
-        return false;
-    }
-    a.qp_state = QHCA_QPS_RTS;
-    a.timeout = o->timeout;
-    a.retry_cnt = o->retry_cnt;
-    a.rnr_retry = o->rnr_retry;
-    a.sq_psn = cpu_to_le32((o->sq_psn + d->idx) & 0xffffff);
-    a.max_rd_atomic = o->max_rd_atomic;
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(SQ_PSN) | rts,
-                     &a) != QHCA_CMD_OK) {
+    memcpy(t.dmac, peer->mac, 6);
+    t.timeout = o->timeout;
+    t.retry_cnt = o->retry_cnt;
+    t.rnr_retry = o->rnr_retry;
+    t.sq_psn = cpu_to_le32((o->sq_psn + d->idx) & 0xffffff);
+    t.max_rd_atomic = o->max_rd_atomic;
+    if (qhca_drv_qp_connect(&d->drv.qd, qp->qpn, qp->type != QHCA_QPT_UC,
+                            &t) != QHCA_CMD_OK) {
         return false;
     }
     qp->peer_qpn = pqp->qpn;
@@ -520,21 +452,8 @@ bool hx_connect_uc_loopback(HxDev *d, const HxConnOpts *o)
 
 static bool ud_to_rts(HxDev *d, HxQp *qp, HxQp *pqp)
 {
-    struct qhca_qp_attr a = { 0 };
-
-    a.qp_state = QHCA_QPS_INIT;
-    a.qkey = cpu_to_le32(HX_QKEY);
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(PKEY_INDEX) | M(PORT) |
-                     M(QKEY), &a) != QHCA_CMD_OK) {
-        return false;
-    }
-    a.qp_state = QHCA_QPS_RTR;
-    if (hx_modify_qp(d, qp->qpn, M(STATE), &a) != QHCA_CMD_OK) {
-        return false;
-    }
-    a.qp_state = QHCA_QPS_RTS;
-    a.sq_psn = cpu_to_le32(0x100);
-    if (hx_modify_qp(d, qp->qpn, M(STATE) | M(SQ_PSN), &a) != QHCA_CMD_OK) {
+    if (qhca_drv_qp_ud_up(&d->drv.qd, qp->qpn, HX_QKEY, 0x100, true) !=
+        QHCA_CMD_OK) {
         return false;
     }
     qp->peer_qpn = pqp->qpn;
@@ -606,40 +525,26 @@ bool hx_pair_setup(HxPair *p)
 
 struct qhca_sge hx_sge(const HxMr *m, uint64_t off, uint32_t len)
 {
-    struct qhca_sge s = {
-        .addr = cpu_to_le64(m->iova + off),
-        .length = cpu_to_le32(len),
-        .lkey = cpu_to_le32(m->key),
-    };
-
-    return s;
+    return qhca_drv_sge(m->iova + off, len, m->key);
 }
 
 /* A signaled send WQE of @opcode; the caller fills in the rest */
 struct qhca_send_wqe hx_wqe(uint8_t opcode, uint64_t wr_id)
 {
-    struct qhca_send_wqe w = { 0 };
-
-    w.opcode = opcode;
-    w.flags = QHCA_WQE_SIGNALED;
-    w.wr_id = cpu_to_le64(wr_id);
-    return w;
+    return qhca_drv_wqe(opcode, wr_id);
 }
 
 void hx_ring_sq(HxDev *d, HxQp *qp, uint16_t pi)
 {
-    hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_SQ,
-                qp->qpn | (uint32_t)pi << QHCA_DB_IDX_SHIFT);
+    qhca_drv_db(&d->drv.qd, QHCA_DB_SQ, qp->qpn, pi);
 }
 
 void hx_ring_rq(HxDev *d, HxQp *qp, uint16_t pi)
 {
     if (qp->srqn != QHCA_NO_SRQ) {
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_SRQ,
-                    d->drv.srqn | (uint32_t)pi << QHCA_DB_IDX_SHIFT);
+        qhca_drv_db(&d->drv.qd, QHCA_DB_SRQ, d->drv.srqn, pi);
     } else {
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_RQ,
-                    qp->qpn | (uint32_t)pi << QHCA_DB_IDX_SHIFT);
+        qhca_drv_db(&d->drv.qd, QHCA_DB_RQ, qp->qpn, pi);
     }
 }
 
@@ -647,22 +552,10 @@ void hx_post_send(HxDev *d, HxQp *qp, struct qhca_send_wqe *w,
                   const struct qhca_sge *sges, unsigned nsge,
                   const void *inl, uint32_t inl_len, bool ring)
 {
-    uint64_t a = hx_ring_addr(&qp->sq, qp->sq_pi);
-    uint32_t room = (1u << qp->sq.stride_log) - QHCA_SEND_WQE_HDR_SIZE;
-
-    if (!a) {
+    if (!qhca_drv_put_send(&d->drv.qd, &qp->sq, qp->sq_pi, w, sges, nsge,
+                           inl, inl_len)) {
         return;
     }
-    if (inl) {
-        w->flags |= QHCA_WQE_INLINE;
-        w->inline_len = cpu_to_le32(inl_len);
-        hx_mem_write(d, a + QHCA_SEND_WQE_HDR_SIZE, inl, MIN(inl_len, room));
-    } else {
-        w->num_sge = nsge;
-        hx_mem_write(d, a + QHCA_SEND_WQE_HDR_SIZE, sges,
-                     MIN(nsge * sizeof(*sges), room));
-    }
-    hx_mem_write(d, a, w, sizeof(*w));
     qp->sq_pi++;
     if (ring) {
         hx_ring_sq(d, qp, qp->sq_pi);
@@ -672,19 +565,13 @@ void hx_post_send(HxDev *d, HxQp *qp, struct qhca_send_wqe *w,
 void hx_post_recv(HxDev *d, HxQp *qp, uint64_t wr_id,
                   const struct qhca_sge *sges, unsigned nsge, bool ring)
 {
-    struct qhca_recv_wqe w = { .wr_id = cpu_to_le64(wr_id), .num_sge = nsge };
     bool srq = qp->srqn != QHCA_NO_SRQ;
-    HxRing *r = srq ? &d->drv.srq : &qp->rq;
     uint16_t *pi = srq ? &d->drv.srq_pi : &qp->rq_pi;
-    uint64_t a = hx_ring_addr(r, *pi);
-    uint32_t room = (1u << r->stride_log) - QHCA_RECV_WQE_HDR_SIZE;
 
-    if (!a) {
+    if (!qhca_drv_put_recv(&d->drv.qd, srq ? &d->drv.srq : &qp->rq, *pi,
+                           wr_id, sges, nsge)) {
         return;
     }
-    hx_mem_write(d, a + QHCA_RECV_WQE_HDR_SIZE, sges,
-                 MIN(nsge * sizeof(*sges), room));
-    hx_mem_write(d, a, &w, sizeof(w));
     (*pi)++;
     if (ring) {
         hx_ring_rq(d, qp, *pi);
@@ -695,17 +582,10 @@ void hx_post_recv(HxDev *d, HxQp *qp, uint64_t wr_id,
 bool hx_poll_cq(HxDev *d, struct qhca_cqe *cqe)
 {
     HxDrv *v = &d->drv;
-    uint64_t a = hx_ring_addr(&v->cq, v->cq_ci);
 
-    if (!v->up || !a ||
-        !entry_ready(d, a, v->cq.log, v->cq_ci,
-                     offsetof(struct qhca_cqe, owner))) {
+    if (!v->up || !qhca_drv_poll_cq(&v->qd, &v->cq, &v->cq_ci, v->cqn, cqe)) {
         return false;
     }
-    hx_mem_read(d, a, cqe, sizeof(*cqe));
-    v->cq_ci++;
-    hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_CQ_CI,
-                v->cqn | (uint32_t)v->cq_ci << QHCA_DB_IDX_SHIFT);
     v->cqe_log[v->cqe_count++ % HX_CQE_LOG] = *cqe;
     return true;
 }
@@ -714,9 +594,9 @@ bool hx_poll_cq(HxDev *d, struct qhca_cqe *cqe)
 void hx_poll_all(HxDev *d, unsigned max, unsigned arm)
 {
     HxDrv *v = &d->drv;
+    QhcaDrv *q = &v->qd;
     struct qhca_cqe cqe;
     unsigned n = 0;
-    uint64_t a;
 
     if (!v->up) {
         return;
@@ -724,36 +604,21 @@ void hx_poll_all(HxDev *d, unsigned max, unsigned arm)
     while (n < max && hx_poll_cq(d, &cqe)) {
         n++;
     }
-    while ((a = hx_ring_addr(&v->eq, v->eq_ci)) &&
-           entry_ready(d, a, v->eq.log, v->eq_ci,
-                       offsetof(struct qhca_eqe, owner))) {
+    while (qhca_drv_ring_ready(q, &v->eq, v->eq_ci,
+                               offsetof(struct qhca_eqe, owner))) {
         v->eq_ci++;
     }
-    while (entry_ready(d, AEQ_ADDR + (v->aeq_ci & ((1 << AEQ_LOG) - 1)) *
-                       QHCA_EQE_SIZE, AEQ_LOG, v->aeq_ci,
-                       offsetof(struct qhca_eqe, owner))) {
-        v->aeq_ci++;
-    }
+    qhca_drv_aeq_poll(q);
     if (arm & (HX_ARM_CQ | HX_ARM_CQ_SOLICITED)) {
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE,
-                    (arm & HX_ARM_CQ) ? QHCA_DB_CQ_ARM :
-                    QHCA_DB_CQ_ARM_SOLICITED,
-                    v->cqn | (uint32_t)v->cq_ci << QHCA_DB_IDX_SHIFT);
+        qhca_drv_db(q, (arm & HX_ARM_CQ) ? QHCA_DB_CQ_ARM :
+                    QHCA_DB_CQ_ARM_SOLICITED, v->cqn, v->cq_ci);
     }
-    if (arm & HX_ARM_EQ) {
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_EQ,
-                    v->eqn | QHCA_DB_EQ_ARM |
-                    (uint32_t)v->eq_ci << QHCA_DB_IDX_SHIFT);
-    } else {
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_EQ,
-                    v->eqn | (uint32_t)v->eq_ci << QHCA_DB_IDX_SHIFT);
-    }
+    qhca_drv_db(q, QHCA_DB_EQ, v->eqn | ((arm & HX_ARM_EQ) ?
+                QHCA_DB_EQ_ARM : 0), v->eq_ci);
     hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_AEQ,
-                v->aeq_ci | ((arm & HX_ARM_AEQ) ? QHCA_DB_AEQ_ARM : 0));
+                q->aeq_ci | ((arm & HX_ARM_AEQ) ? QHCA_DB_AEQ_ARM : 0));
     if (arm & HX_ARM_CMDCQ) {
-        v->arm_cmdcq = true;
-        hx_db_write(d, QHCA_KERNEL_DB_PAGE, QHCA_DB_CMDCQ,
-                    v->cmdcq_ci | QHCA_DB_CMDCQ_ARM);
+        qhca_drv_arm_cmdcq(q);
     }
 }
 

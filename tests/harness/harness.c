@@ -845,6 +845,7 @@ static void dev_init(HxPair *p, int i)
     d->link_up = true;
     msix_defaults(d);
     qhca_core_init(&d->core, &hx_ops, d, d->mac);
+    hx_drv_init(d);
 }
 
 void hx_pair_init(HxPair *p)

@@ -51,6 +51,7 @@
 
 #include "qemu/osdep.h"
 #include "qhca-core.h"
+#include "../common/qhca-drv.h"
 
 #define HX_RAM_SIZE             (16u << 20)
 #define HX_RAM_PAGES            (HX_RAM_SIZE / QHCA_PAGE_SIZE)
@@ -102,13 +103,8 @@ typedef struct HxDev HxDev;
 typedef struct HxGrants HxGrants;
 
 /* A ring in guest memory as the driver laid it out (pages not contiguous) */
-#define HX_RING_MAX_PAGES       64
-typedef struct HxRing {
-    uint64_t page[HX_RING_MAX_PAGES];
-    uint32_t npages;
-    uint32_t log;
-    uint32_t stride_log;
-} HxRing;
+#define HX_RING_MAX_PAGES       QHCA_DRV_RING_MAX_PAGES
+typedef QhcaDrvRing HxRing;
 
 /* An MR over contiguous guest pages */
 typedef struct HxMr {
@@ -134,12 +130,15 @@ typedef struct HxQp {
 #define HX_MAX_QPS              16
 #define HX_CQE_LOG              64
 
-/* The mini-driver's state of one device */
+/*
+ * The mini-driver's state of one device: the shared mini-driver's
+ * (tests/common/qhca-drv.h: the command queue and the AEQ), and the
+ * objects hx_drv_setup() makes
+ */
 typedef struct HxDrv {
+    QhcaDrv qd;
     bool up;                    /* enabled and set up */
-    uint16_t cmdq_pi, cmdcq_ci, aeq_ci, eq_ci, cq_ci, srq_pi;
-    uint32_t cookie;
-    bool arm_cmdcq;
+    uint16_t eq_ci, cq_ci, srq_pi;
     uint64_t ring_next;         /* bump allocators */
     uint64_t data_next;
     uint32_t pdn, eqn, cqn, srqn, ahn;
@@ -340,6 +339,8 @@ extern const HxConnOpts hx_default_conn;
 
 void hx_gid_ipv4(uint8_t *gid, uint32_t ip);
 
+/* The shared mini-driver's view of @d (harness.c: at every device's start) */
+void hx_drv_init(HxDev *d);
 bool hx_drv_enable(HxDev *d);
 bool hx_drv_setup(HxDev *d);
 bool hx_pair_setup(HxPair *p);
