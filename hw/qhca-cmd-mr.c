@@ -27,7 +27,8 @@ static int mr_set_translation(QhcaCore *c, QhcaMr *mr, uint32_t access,
     if ((access & ~QHCA_ACCESS_MASK) || (flags & ~QHCA_MR_PHYS) ||
         length == 0 || (!phys && length > QHCA_MAX_MR_SIZE) ||
         iova + length < iova) {
-        QHCA_GUEST_ERROR(c, reg_mr_bad_access_flags_range, length);
+        QHCA_GUEST_ERROR(c, reg_mr_bad_access_flags_range, access, flags,
+                         iova, length);
         return QHCA_CMD_ERR_PARAM;
     }
     mr->access = access;
@@ -59,7 +60,8 @@ static int reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (variant > QHCA_KEY_VARIANT_MASK) {
-        QHCA_GUEST_ERROR(c, mr_key_variant_out_range, variant);
+        QHCA_GUEST_ERROR(c, mr_key_variant_out_range, variant,
+                         QHCA_KEY_VARIANT_MASK);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->mr, QHCA_MAX_MR, 1);
@@ -74,7 +76,8 @@ static int reg_mr(QhcaCore *c, QhcaCmdCtx *x, bool fast)
         mr->max_pages = le32_to_cpu(f->max_pages);
         if (mr->max_pages == 0 ||
             mr->max_pages > QHCA_MAX_FAST_REG_PAGES) {
-            QHCA_GUEST_ERROR(c, alloc_mr_bad_max_pages, mr->max_pages);
+            QHCA_GUEST_ERROR(c, alloc_mr_bad_max_pages, mr->max_pages,
+                             QHCA_MAX_FAST_REG_PAGES);
             g_free(mr);
             return QHCA_CMD_ERR_PARAM;
         }
@@ -125,11 +128,11 @@ int qhca_cmd_rereg_mr(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (mr->mw_bound) {
-        QHCA_GUEST_ERROR(c, rereg_mr_windows_bound, mr->mw_bound);
+        QHCA_GUEST_ERROR(c, rereg_mr_windows_bound, key, mr->mw_bound);
         return QHCA_CMD_ERR_BUSY;
     }
     if (!what || (what & ~QHCA_REREG_MASK)) {
-        QHCA_GUEST_ERROR(c, rereg_mr_bad_flags, what);
+        QHCA_GUEST_ERROR(c, rereg_mr_bad_flags, key, what, QHCA_REREG_MASK);
         return QHCA_CMD_ERR_PARAM;
     }
     if ((what & QHCA_REREG_PD) && !LOOKUP(c, pd, pdn)) {
@@ -176,7 +179,7 @@ int qhca_cmd_dereg_mr(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (mr->mw_bound) {
-        QHCA_GUEST_ERROR(c, dereg_mr_windows_bound, mr->mw_bound);
+        QHCA_GUEST_ERROR(c, dereg_mr_windows_bound, key, mr->mw_bound);
         return QHCA_CMD_ERR_BUSY;
     }
     qhca_free_mr(c, key >> QHCA_KEY_INDEX_SHIFT);
@@ -196,7 +199,8 @@ int qhca_cmd_alloc_mw(QhcaCore *c, QhcaCmdCtx *x)
     }
     if ((p->type != QHCA_MW_TYPE_1 && p->type != QHCA_MW_TYPE_2) ||
         p->reserved[0] || p->reserved[1] || p->reserved[2]) {
-        QHCA_GUEST_ERROR(c, alloc_mw_bad_type_or_reserved, p->type);
+        QHCA_GUEST_ERROR(c, alloc_mw_bad_type_or_reserved, p->type,
+                         p->reserved[0], p->reserved[1], p->reserved[2]);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->mr, QHCA_MAX_MR, 1);

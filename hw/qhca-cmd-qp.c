@@ -40,7 +40,8 @@ int qhca_cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
             return QHCA_CMD_ERR_HANDLE;
         }
         if (srq->pdn != pdn || p->type == QHCA_QPT_GSI) {
-            QHCA_GUEST_ERROR(c, create_qp_srq_not_usable_here, srqn);
+            QHCA_GUEST_ERROR(c, create_qp_srq_not_usable_here, srqn,
+                             srq->pdn, p->type, pdn);
             return QHCA_CMD_ERR_PARAM;
         }
     }
@@ -53,7 +54,9 @@ int qhca_cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
         max_inline > (1u << p->sq_log_stride) - QHCA_SEND_WQE_HDR_SIZE ||
         p->sq_log_depth > ctz32(QHCA_MAX_QP_WR) ||
         (!srq && p->rq_log_depth > ctz32(QHCA_MAX_QP_WR))) {
-        QHCA_GUEST_ERROR(c, create_qp_bad_queue_geometry, p->sq_log_stride);
+        QHCA_GUEST_ERROR(c, create_qp_bad_queue_geometry, p->type, db_page,
+                         p->sq_log_depth, p->sq_log_stride, p->rq_log_depth,
+                         p->rq_log_stride, max_inline, srqn);
         return QHCA_CMD_ERR_PARAM;
     }
     if (p->type == QHCA_QPT_GSI) {

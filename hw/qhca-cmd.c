@@ -205,7 +205,7 @@ static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
     uint32_t idx = le32_to_cpu(x->cmd->gid.index);
 
     if (idx >= QHCA_GID_TABLE_LEN) {
-        QHCA_GUEST_ERROR(c, gid_index_out_range, idx);
+        QHCA_GUEST_ERROR(c, gid_index_out_range, idx, QHCA_GID_TABLE_LEN);
         return QHCA_CMD_ERR_PARAM;
     }
     /*
@@ -215,7 +215,8 @@ static int cmd_gid(QhcaCore *c, QhcaCmdCtx *x, bool add)
     if (add && (qhca_roce_gid_is_ipv4(x->cmd->gid.gid) ?
                 qhca_roce_gid_is_mcast(x->cmd->gid.gid) :
                 !qhca_roce_ip6_unicast(x->cmd->gid.gid))) {
-        QHCA_GUEST_ERROR(c, gid_not_unicast, idx);
+        QHCA_GUEST_ERROR(c, gid_not_unicast, idx, ldl_be_p(x->cmd->gid.gid),
+                         ldl_be_p(x->cmd->gid.gid + 12));
         return QHCA_CMD_ERR_PARAM;
     }
     c->gid[idx].valid = add;
@@ -235,7 +236,7 @@ static int cmd_create_eq(QhcaCore *c, QhcaCmdCtx *x)
     int n, ret;
 
     if (vector == QHCA_MSIX_VEC_ASYNC || vector >= QHCA_MSIX_VECTORS) {
-        QHCA_GUEST_ERROR(c, create_eq_bad_vector, vector);
+        QHCA_GUEST_ERROR(c, create_eq_bad_vector, vector, QHCA_MSIX_VECTORS);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->eq, QHCA_MAX_EQS, 1);
@@ -279,7 +280,8 @@ static int cmd_create_cq(QhcaCore *c, QhcaCmdCtx *x)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (db_page >= QHCA_DB_PAGES) {
-        QHCA_GUEST_ERROR(c, create_cq_bad_doorbell_page, db_page);
+        QHCA_GUEST_ERROR(c, create_cq_bad_doorbell_page, db_page,
+                         QHCA_DB_PAGES);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->cq, QHCA_MAX_CQ, 1);
@@ -327,7 +329,8 @@ static int cmd_resize_cq(QhcaCore *c, QhcaCmdCtx *x)
     }
     n = cq->ring.pi - cq->ring.ci;
     if (n > (1u << nr.log_depth)) {
-        QHCA_GUEST_ERROR(c, resize_cq_smaller_than_cqes_held, n);
+        QHCA_GUEST_ERROR(c, resize_cq_smaller_than_cqes_held,
+                         le32_to_cpu(p->cqn), n, 1u << nr.log_depth);
         qhca_pages_free(c, &nr.mem);
         return QHCA_CMD_ERR_PARAM;
     }
@@ -379,7 +382,8 @@ static int cmd_query_stats(QhcaCore *c, QhcaCmdCtx *x)
     unsigned i;
 
     if (first > QHCA_STAT_NUM) {
-        QHCA_GUEST_ERROR(c, query_stats_first_out_of_range, first);
+        QHCA_GUEST_ERROR(c, query_stats_first_out_of_range, first,
+                         QHCA_STAT_NUM);
         return QHCA_CMD_ERR_PARAM;
     }
     for (i = first; i < QHCA_STAT_NUM; i++) {
@@ -408,7 +412,8 @@ static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
         p->log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
         p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
         limit >= (1u << p->log_depth)) {
-        QHCA_GUEST_ERROR(c, create_srq_bad_geometry_limit, limit);
+        QHCA_GUEST_ERROR(c, create_srq_bad_geometry_limit, db_page,
+                         p->log_depth, p->log_stride, limit);
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->srq, QHCA_MAX_SRQ, 1);
@@ -495,12 +500,15 @@ static int cmd_resize_srq(QhcaCore *c, QhcaCmdCtx *x)
     if (p->reserved[0] || p->reserved[1] || p->reserved[2] ||
         p->log_depth < 1 || p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
         srq->limit >= (1u << p->log_depth)) {
-        QHCA_GUEST_ERROR(c, resize_srq_bad_depth_limit, p->log_depth);
+        QHCA_GUEST_ERROR(c, resize_srq_bad_depth_limit, srqn, p->log_depth,
+                         ctz32(QHCA_MAX_QP_WR), srq->limit,
+                         p->reserved[0] || p->reserved[1] || p->reserved[2]);
         return QHCA_CMD_ERR_PARAM;
     }
     n = srq->ring.pi - srq->ring.ci;
     if (n > (1u << p->log_depth)) {
-        QHCA_GUEST_ERROR(c, resize_srq_smaller_than_wqes_posted, n);
+        QHCA_GUEST_ERROR(c, resize_srq_smaller_than_wqes_posted, srqn, n,
+                         1u << p->log_depth);
         return QHCA_CMD_ERR_PARAM;
     }
     ret = qhca_ring_init(c, &nr, &p->mem, p->log_depth, srq->ring.log_stride);
@@ -519,7 +527,7 @@ static int cmd_resize_srq(QhcaCore *c, QhcaCmdCtx *x)
             !qhca_ring_entry_addr(&nr, idx, &to) ||
             !qhca_op_dma_read(c, from, wqe, stride) ||
             !qhca_op_dma_write(c, to, wqe, stride)) {
-            QHCA_GUEST_ERROR(c, resize_srq_copy_failed, idx);
+            QHCA_GUEST_ERROR(c, resize_srq_copy_failed, srqn, idx);
             qhca_pages_free(c, &nr.mem);
             return QHCA_CMD_ERR_DMA;
         }
@@ -544,11 +552,12 @@ static int cmd_create_ah(QhcaCore *c, QhcaCmdCtx *x)
     }
     if (p->sgid_index >= QHCA_GID_TABLE_LEN || flow_label > 0xfffff) {
         QHCA_GUEST_ERROR(c, create_ah_bad_sgid_index_flow_label,
-                         p->sgid_index);
+                         p->sgid_index, flow_label);
         return QHCA_CMD_ERR_PARAM;
     }
     if (!qhca_av_gids_ok(c, p->sgid_index, p->dgid, true)) {
-        QHCA_GUEST_ERROR(c, create_ah_bad_gids, p->sgid_index);
+        QHCA_GUEST_ERROR(c, create_ah_bad_gids, p->sgid_index,
+                         ldl_be_p(p->dgid), ldl_be_p(p->dgid + 12));
         return QHCA_CMD_ERR_PARAM;
     }
     n = qhca_alloc_slot((void **)c->ah, QHCA_MAX_AH, 1);
@@ -587,11 +596,13 @@ static int cmd_mcast(QhcaCore *c, QhcaCmdCtx *x, bool attach)
         return QHCA_CMD_ERR_HANDLE;
     }
     if (qp->type != QHCA_QPT_UD || p->reserved) {
-        QHCA_GUEST_ERROR(c, mcast_not_ud, qpn);
+        QHCA_GUEST_ERROR(c, mcast_not_ud, qpn, qp->type,
+                         le32_to_cpu(p->reserved));
         return QHCA_CMD_ERR_PARAM;
     }
     if (!qhca_roce_gid_is_mcast(p->gid)) {
-        QHCA_GUEST_ERROR(c, mcast_gid_not_multicast, qpn);
+        QHCA_GUEST_ERROR(c, mcast_gid_not_multicast, qpn, ldl_be_p(p->gid),
+                         ldl_be_p(p->gid + 12));
         return QHCA_CMD_ERR_PARAM;
     }
     for (i = 0; i < QHCA_MAX_MCAST_GRP; i++) {
@@ -603,7 +614,8 @@ static int cmd_mcast(QhcaCore *c, QhcaCmdCtx *x, bool attach)
     }
     if (!attach) {
         if (!g || !qhca_mcg_remove(g, qpn)) {
-            QHCA_GUEST_ERROR(c, mcast_not_attached, qpn);
+            QHCA_GUEST_ERROR(c, mcast_not_attached, qpn,
+                             ldl_be_p(p->gid + 12));
             return QHCA_CMD_ERR_PARAM;
         }
         return QHCA_CMD_OK;
@@ -735,11 +747,14 @@ static int qhca_exec(QhcaCore *c, QhcaCmdCtx *x, const QhcaCmdDesc *d)
     uint16_t op = le16_to_cpu(x->cmd->hdr.opcode);
 
     if (le16_to_cpu(x->cmd->hdr.flags)) {
-        QHCA_GUEST_ERROR(c, command_reserved_flags_set, op);
+        QHCA_GUEST_ERROR(c, command_reserved_flags_set, op,
+                         le32_to_cpu(x->cmd->hdr.cookie),
+                         le16_to_cpu(x->cmd->hdr.flags));
         return QHCA_CMD_ERR_PARAM;
     }
     if (!d) {
-        QHCA_GUEST_ERROR(c, command_unknown_opcode, op);
+        QHCA_GUEST_ERROR(c, command_unknown_opcode, op,
+                         le32_to_cpu(x->cmd->hdr.cookie));
         return QHCA_CMD_ERR_OPCODE;
     }
     return d->exec ? d->exec(c, x) : cmd_destroy(c, x, d);
@@ -771,7 +786,9 @@ void qhca_cmdq_run(QhcaCore *c)
             uint32_t rlen = MIN(le32_to_cpu(cmd.hdr.resp_len), x.resp_size);
 
             if ((raddr & (QHCA_PAGE_SIZE - 1)) + rlen > QHCA_PAGE_SIZE) {
-                QHCA_GUEST_ERROR(c, command_response_crosses_page, raddr);
+                QHCA_GUEST_ERROR(c, command_response_crosses_page,
+                                 le16_to_cpu(cmd.hdr.opcode),
+                                 le32_to_cpu(cmd.hdr.cookie), raddr, rlen);
                 status = QHCA_CMD_ERR_PARAM;
             } else if (rlen && !qhca_op_dma_write(c, raddr, x.resp, rlen)) {
                 status = QHCA_CMD_ERR_DMA;

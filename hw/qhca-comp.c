@@ -269,16 +269,17 @@ static bool req_store(QhcaCore *c, QhcaQp *qp, uint16_t idx, uint64_t off,
 }
 
 /* An ACK, RNR NAK or NAK */
-static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
+static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 {
     QhcaQpEngine *e = qp->eng;
+    const QhcaRoceHdr *h = &pkt->hdr;
     uint8_t syn = h->aeth.syndrome;
 
     trace_qhca_ack_rx(qp->qpn, h->psn, syn);
     /* a NAK names a PSN that is outstanding; anything else is stale */
     if ((syn & QHCA_ROCE_AETH_TYPE_MASK) != QHCA_ROCE_AETH_ACK &&
         psn_diff(h->psn, e->acked) <= 0) {
-        trace_qhca_rx_drop(sizeof(*h), "NAK for a PSN already acknowledged");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_NAK_ACKED);
         return;
     }
     /* whatever the answer, the probe (if any) has had one */
@@ -313,7 +314,8 @@ static void comp_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
              * requester send its window again and again
              */
             if (e->nak_rewound && e->nak_psn == h->psn) {
-                trace_qhca_rx_drop(sizeof(*h), "sequence NAK acted on");
+                QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn,
+                                       QHCA_RX_DROP_SEQ_NAK_DONE);
                 break;
             }
             if (e->retry_left == 0) {
@@ -375,8 +377,8 @@ static bool comp_empty_read_resp(QhcaCore *c, QhcaQp *qp,
 
     if (h->opcode != QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
         h->psn != st->first_psn || pkt->payload_len) {
-        trace_qhca_rx_drop(pkt->frame_len,
-                           "not the answer to the FLUSH/ATOMIC WRITE");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn,
+                               QHCA_RX_DROP_NOT_EMPTY_READ_RESP);
         return false;
     }
     req_acked(c, qp, psn_add(h->psn, -1));
@@ -447,12 +449,12 @@ void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     if (psn_diff(h->psn, e->next_psn) >= 0 ||
         psn_diff(h->psn, e->acked) <=
         -MAX(QHCA_WINDOW_MAX, 2 * qp_window(qp))) {
-        trace_qhca_rx_drop(pkt->frame_len, "response PSN out of window");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_RESP_PSN_WINDOW);
         return;
     }
     switch (h->opcode) {
     case QHCA_ROCE_OP_RC_ACKNOWLEDGE:
-        comp_ack(c, qp, h);
+        comp_ack(c, qp, pkt);
         break;
     case QHCA_ROCE_OP_RC_ATOMIC_ACKNOWLEDGE:
         if (!comp_atomic_ack(c, qp, h)) {

@@ -86,7 +86,8 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
     c->stat_rx_bytes += len;
     if (!(c->status & QHCA_STATUS_READY) || len > QHCA_MAX_RX_FRAME) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "device not ready or frame too long");
+        QHCA_TRACE_RX_DROP(len, !(c->status & QHCA_STATUS_READY) ?
+                           QHCA_RX_DROP_NOT_READY : QHCA_RX_DROP_TOO_LONG);
         return;
     }
     if (c->drop_ppm) {
@@ -95,7 +96,7 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
                       1442695040888963407ULL;
         if ((c->drop_rng >> 33) % 1000000 < c->drop_ppm) {
             c->stat_rx_dropped++;
-            trace_qhca_rx_drop(len, "dropped on purpose (drop-ppm)");
+            QHCA_TRACE_RX_DROP(len, QHCA_RX_DROP_DROP_PPM);
             return;
         }
     }
@@ -125,7 +126,7 @@ static void core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         c->stat_rx_frames++;
         c->stat_rx_bytes += len;
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "from our own MAC (a reflection)");
+        QHCA_TRACE_RX_DROP(len, QHCA_RX_DROP_OWN_MAC);
         return;
     }
     qhca_rx_enqueue(c, &c->rxq, &c->rxq_bytes, frame, len);
@@ -383,7 +384,7 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
         return;
     }
     if (val & ~QHCA_CTRL_ENABLE) {
-        QHCA_GUEST_UB(c, ctrl_reserved_bits_set, val);
+        QHCA_GUEST_UB(c, ctrl_reserved_bits_set, val, val & ~QHCA_CTRL_ENABLE);
     }
     if ((val & QHCA_CTRL_ENABLE) && !(c->ctrl & QHCA_CTRL_ENABLE)) {
         if (c->status & QHCA_STATUS_FATAL) {
@@ -393,7 +394,10 @@ static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
         }
         c->ctrl = QHCA_CTRL_ENABLE;
         if (!qhca_queue_regs_ok(c)) {
-            QHCA_GUEST_ERROR(c, ctrl_enable_bad_queue_registers, c->cmdq.base);
+            QHCA_GUEST_ERROR(c, ctrl_enable_bad_queue_registers,
+                             c->cmdq.base, c->cmdq.log_depth,
+                             c->cmdcq.base, c->cmdcq.log_depth,
+                             c->aeq.base, c->aeq.log_depth);
             qhca_fatal(c, QHCA_FATAL_BAD_CONFIG);
             return;
         }
@@ -516,16 +520,16 @@ static void core_reg_write(QhcaCore *c, uint64_t addr, uint32_t val)
         return;
     }
     if (addr < QHCA_REG_CMDQ_BASE_LO || addr > QHCA_REG_AEQ_LOG_DEPTH) {
-        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr);
+        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr, val);
         return;
     }
     if (c->ctrl & QHCA_CTRL_ENABLE) {
-        QHCA_GUEST_UB(c, queue_register_written_while_enabled, addr);
+        QHCA_GUEST_UB(c, queue_register_written_while_enabled, addr, val);
         return;
     }
     q = qreg_find(c, addr, &field);
     if (!q) {
-        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr);
+        QHCA_GUEST_UB(c, write_read_only_undefined_register, addr, val);
         return;
     }
     switch (field) {
@@ -549,11 +553,12 @@ static void qhca_db_cq(QhcaCore *c, uint32_t page, uint32_t off,
     QhcaCq *cq = LOOKUP(c, cq, cqn);
 
     if (!cq || cq->db_page != page) {
-        QHCA_GUEST_UB(c, cq_doorbell_no_such_cq_this_page, val);
+        QHCA_GUEST_UB(c, cq_doorbell_no_such_cq_this_page, page, cqn);
         return;
     }
     if (!qhca_ci_valid(cq->ring.pi, cq->ring.ci, ci)) {
-        QHCA_GUEST_UB(c, cq_doorbell_consumer_index_beyond, val);
+        QHCA_GUEST_UB(c, cq_doorbell_consumer_index_beyond, cqn, ci,
+                      cq->ring.ci, cq->ring.pi);
         return;
     }
     cq->ring.ci = ci;
@@ -584,7 +589,8 @@ static void hostq_doorbell(QhcaCore *c, uint32_t off, uint32_t val)
     case QHCA_DB_CMDQ:
         if ((uint16_t)((val & 0xffff) - c->cmdq.ci) >
             (1u << c->cmdq.log_depth)) {
-            QHCA_GUEST_UB(c, cmdq_doorbell_more_commands_entries, val);
+            QHCA_GUEST_UB(c, cmdq_doorbell_more_commands_entries,
+                          val & 0xffff, c->cmdq.ci, 1u << c->cmdq.log_depth);
             return;
         }
         c->cmdq.pi = val & 0xffff;
@@ -595,7 +601,8 @@ static void hostq_doorbell(QhcaCore *c, uint32_t off, uint32_t val)
         ci = val & QHCA_DB_CMDCQ_CI_MASK;
         arm = val & QHCA_DB_CMDCQ_ARM;
         if (!qhca_ci_valid(q->pi, q->ci, ci)) {
-            QHCA_GUEST_UB(c, cmdcq_doorbell_index_beyond_producer, val);
+            QHCA_GUEST_UB(c, cmdcq_doorbell_index_beyond_producer, ci,
+                          q->ci, q->pi);
             return;
         }
         break;
@@ -604,7 +611,8 @@ static void hostq_doorbell(QhcaCore *c, uint32_t off, uint32_t val)
         ci = val & QHCA_DB_AEQ_CI_MASK;
         arm = val & QHCA_DB_AEQ_ARM;
         if (!qhca_ci_valid(q->pi, q->ci, ci)) {
-            QHCA_GUEST_UB(c, aeq_doorbell_index_beyond_producer, val);
+            QHCA_GUEST_UB(c, aeq_doorbell_index_beyond_producer, ci,
+                          q->ci, q->pi);
             return;
         }
         break;
@@ -628,7 +636,8 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         QhcaEq *eq = LOOKUP(c, eq, eqn);
 
         if (!eq || !qhca_ci_valid(eq->ring.pi, eq->ring.ci, ci)) {
-            QHCA_GUEST_UB(c, eq_doorbell_bad_eq_index, val);
+            QHCA_GUEST_UB(c, eq_doorbell_bad_eq_index, eqn, eq != NULL, ci,
+                          eq ? eq->ring.ci : 0, eq ? eq->ring.pi : 0);
             return;
         }
         eq->ring.ci = ci;
@@ -648,7 +657,7 @@ static void qhca_db_kernel(QhcaCore *c, uint32_t off, uint32_t val)
         hostq_doorbell(c, off, val);
         return;
     }
-    QHCA_GUEST_UB(c, write_undefined_doorbell, off);
+    QHCA_GUEST_UB(c, write_undefined_doorbell, off, val);
 }
 
 static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
@@ -656,7 +665,7 @@ static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
 {
     trace_qhca_doorbell(page, off, val);
     if (!(c->status & QHCA_STATUS_READY)) {
-        QHCA_GUEST_UB(c, doorbell_while_device_not_ready, off);
+        QHCA_GUEST_UB(c, doorbell_while_device_not_ready, page, off, val);
         return;
     }
     switch (off) {
@@ -666,7 +675,7 @@ static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         QhcaQp *qp = LOOKUP(c, qp, qpn);
 
         if (!qp || qp->db_page != page) {
-            QHCA_GUEST_UB(c, qp_doorbell_no_such_qp_this_page, val);
+            QHCA_GUEST_UB(c, qp_doorbell_no_such_qp_this_page, page, qpn);
             return;
         }
         qhca_qp_engine_doorbell(c, qp, off == QHCA_DB_SQ,
@@ -679,16 +688,18 @@ static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         uint16_t pi = val >> QHCA_DB_IDX_SHIFT;
 
         if (!srq || srq->db_page != page) {
-            QHCA_GUEST_UB(c, srq_doorbell_no_such_srq_this_page, val);
+            QHCA_GUEST_UB(c, srq_doorbell_no_such_srq_this_page, page, srqn);
             return;
         }
         if ((uint16_t)(pi - srq->ring.ci) > (1u << srq->ring.log_depth)) {
-            QHCA_GUEST_UB(c, srq_doorbell_more_wqes_entries, val);
+            QHCA_GUEST_UB(c, srq_doorbell_more_wqes_entries, srqn, pi,
+                          srq->ring.ci, 1u << srq->ring.log_depth);
             return;
         }
         if ((uint16_t)(pi - srq->ring.ci) <
             (uint16_t)(srq->ring.pi - srq->ring.ci)) {
-            QHCA_GUEST_UB(c, srq_doorbell_producer_index_moved, val);
+            QHCA_GUEST_UB(c, srq_doorbell_producer_index_moved, srqn, pi,
+                          srq->ring.pi, srq->ring.ci);
             return;
         }
         srq->ring.pi = pi;
@@ -702,7 +713,8 @@ static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
         return;
     }
     if (page != QHCA_KERNEL_DB_PAGE) {
-        QHCA_GUEST_UB(c, user_doorbell_page_undefined_offset, off);
+        QHCA_GUEST_UB(c, user_doorbell_page_undefined_offset, page, off,
+                      val);
         return;
     }
     qhca_db_kernel(c, off, val);

@@ -25,12 +25,12 @@ static void qhca_eq_post(QhcaCore *c, uint32_t eqn, uint8_t type,
         return;
     }
     if (qhca_ring_full(&eq->ring)) {
-        QHCA_GUEST_ERROR(c, eq_overflow_event_dropped, eqn);
+        QHCA_GUEST_ERROR(c, eq_overflow_event_dropped, eqn, type, obj);
         return;
     }
     if (!qhca_ring_produce(c, &eq->ring, &eqe, sizeof(eqe),
                            offsetof(struct qhca_eqe, owner))) {
-        QHCA_GUEST_ERROR(c, eq_dma_write_failed, eqn);
+        QHCA_GUEST_ERROR(c, eq_dma_write_failed, eqn, eq->ring.pi, type, obj);
         return;
     }
     trace_qhca_eqe(eqn, type, obj);
@@ -49,7 +49,7 @@ void qhca_post_async(QhcaCore *c, uint8_t type, uint32_t obj)
         return;
     }
     if (qhca_hostq_full(&c->aeq)) {
-        QHCA_GUEST_ERROR(c, async_eq_overflow_event_dropped, type);
+        QHCA_GUEST_ERROR(c, async_eq_overflow_event_dropped, type, obj);
         return;
     }
     if (!qhca_hostq_produce(c, &c->aeq, &eqe, sizeof(eqe),
@@ -80,14 +80,16 @@ bool qhca_post_cqe(QhcaCore *c, uint32_t cqn, struct qhca_cqe *cqe)
     }
     if (qhca_ring_full(&cq->ring)) {
         cq->error = true;
-        QHCA_GUEST_ERROR(c, cq_overflow, cqn);
+        QHCA_GUEST_ERROR(c, cq_overflow, cqn, 1u << cq->ring.log_depth,
+                         le32_to_cpu(cqe->qpn), cqe->status, cqe->opcode);
         qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
         return false;
     }
     if (!qhca_ring_produce(c, &cq->ring, cqe, sizeof(*cqe),
                            offsetof(struct qhca_cqe, owner))) {
         cq->error = true;
-        QHCA_GUEST_ERROR(c, cq_dma_write_failed, cqn);
+        QHCA_GUEST_ERROR(c, cq_dma_write_failed, cqn, cq->ring.pi,
+                         le32_to_cpu(cqe->qpn), cqe->status, cqe->opcode);
         qhca_post_async(c, QHCA_EQE_CQ_ERROR, cqn);
         return false;
     }

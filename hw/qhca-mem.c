@@ -57,21 +57,22 @@ int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
     uint8_t levels = d->levels;
     uint8_t shift = d->page_shift;
     uint64_t *addr;
+    uint64_t at = pbl;          /* what is read: for the trace */
     uint32_t i;
 
     if (shift < QHCA_PAGE_SHIFT || shift > 30 ||
         (queue && shift != QHCA_PAGE_SHIFT)) {
-        QHCA_GUEST_ERROR(c, page_list_bad_page_shift, shift);
+        QHCA_GUEST_ERROR(c, page_list_bad_page_shift, shift, queue);
         return QHCA_CMD_ERR_PARAM;
     }
     if (n == 0 || (levels != 1 && levels != 2) ||
         (levels == 1 && n > QHCA_PBL_ENTRIES) ||
         n > QHCA_PBL_ENTRIES * QHCA_PBL_ENTRIES) {
-        QHCA_GUEST_ERROR(c, page_list_bad_page_count_levels, n);
+        QHCA_GUEST_ERROR(c, page_list_bad_page_count_levels, n, levels);
         return QHCA_CMD_ERR_PARAM;
     }
     if (((uint64_t)n << shift) < min_bytes) {
-        QHCA_GUEST_ERROR(c, page_list_too_small_object, n);
+        QHCA_GUEST_ERROR(c, page_list_too_small_object, n, shift, min_bytes);
         return QHCA_CMD_ERR_PARAM;
     }
     if (pbl & (QHCA_PAGE_SIZE - 1)) {
@@ -99,11 +100,13 @@ int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
             uint32_t cnt = MIN(QHCA_PBL_ENTRIES, n - i * QHCA_PBL_ENTRIES);
 
             if (a & (QHCA_PAGE_SIZE - 1)) {
-                QHCA_GUEST_ERROR(c, page_list_level_2_page_not_aligned, a);
+                QHCA_GUEST_ERROR(c, page_list_level_2_page_not_aligned, pbl,
+                                 i, a);
                 g_free(addr);
                 qhca_budget_release(c, n);
                 return QHCA_CMD_ERR_PARAM;
             }
+            at = a;
             if (!qhca_op_dma_read(c, a, addr + (uint64_t)i * QHCA_PBL_ENTRIES,
                           (uint64_t)cnt * 8)) {
                 goto dma_error;
@@ -113,7 +116,8 @@ int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
     for (i = 0; i < n; i++) {
         addr[i] = le64_to_cpu(addr[i]);
         if (addr[i] & ((1ULL << shift) - 1)) {
-            QHCA_GUEST_ERROR(c, page_list_page_not_aligned, addr[i]);
+            QHCA_GUEST_ERROR(c, page_list_page_not_aligned, pbl, i, addr[i],
+                             shift);
             g_free(addr);
             qhca_budget_release(c, n);
             return QHCA_CMD_ERR_PARAM;
@@ -127,7 +131,7 @@ int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
 dma_error:
     g_free(addr);
     qhca_budget_release(c, n);
-    QHCA_GUEST_ERROR(c, page_list_dma_read_failed, pbl);
+    QHCA_GUEST_ERROR(c, page_list_dma_read_failed, pbl, levels, at);
     return QHCA_CMD_ERR_DMA;
 }
 
@@ -150,7 +154,7 @@ int qhca_ring_init(QhcaCore *c, QhcaRing *r,
                    uint32_t log_depth, uint32_t log_stride)
 {
     if (log_depth < 1 || log_depth > QHCA_MAX_QUEUE_LOG) {
-        QHCA_GUEST_ERROR(c, ring_bad_log_depth, log_depth);
+        QHCA_GUEST_ERROR(c, ring_bad_log_depth, log_depth, QHCA_MAX_QUEUE_LOG);
         return QHCA_CMD_ERR_PARAM;
     }
     r->log_depth = log_depth;

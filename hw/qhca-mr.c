@@ -27,13 +27,14 @@ int qhca_mr_fast_reg(QhcaCore *c, uint32_t pdn, uint32_t key, uint32_t access,
     QhcaPages pages;
 
     if (!mr || !mr->fast_reg || mr->valid || mr->pdn != pdn) {
-        QHCA_GUEST_ERROR(c, reg_mr_wr_not_free_fast_register_mr, key);
+        QHCA_GUEST_ERROR(c, reg_mr_wr_not_free_fast_register_mr, key, pdn);
         return QHCA_CQE_LOC_PROT_ERR;
     }
     if ((access & ~QHCA_ACCESS_MASK) || num_pages > mr->max_pages ||
         length == 0 || length > QHCA_MAX_MR_SIZE || iova + length < iova ||
         page_shift < QHCA_PAGE_SHIFT || page_shift > 30) {
-        QHCA_GUEST_ERROR(c, reg_mr_wr_bad_access_range_pages, num_pages);
+        QHCA_GUEST_ERROR(c, reg_mr_wr_bad_access_range_pages, key, access,
+                         iova, length, num_pages, mr->max_pages, page_shift);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (qhca_pages_load(c, &d, (iova & ((1ULL << page_shift) - 1)) + length,
@@ -95,13 +96,14 @@ int qhca_mw_bind(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t mw_key,
 
     if (!mw || !mw->mw_type || mw->key != mw_key || mw->pdn != pdn ||
         (new_key >> QHCA_KEY_INDEX_SHIFT) != (mw_key >> QHCA_KEY_INDEX_SHIFT)) {
-        QHCA_GUEST_ERROR(c, bind_mw_not_a_window_of_pd, mw_key);
+        QHCA_GUEST_ERROR(c, bind_mw_not_a_window_of_pd, mw_key, pdn, new_key);
         return QHCA_CQE_MW_BIND_ERR;
     }
     if ((access & ~(QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_WRITE |
                     QHCA_ACCESS_REMOTE_ATOMIC)) ||
         (mw->mw_type == QHCA_MW_TYPE_2 && (mw->valid || !len))) {
-        QHCA_GUEST_ERROR(c, bind_mw_bad_rights_or_window_bound, access);
+        QHCA_GUEST_ERROR(c, bind_mw_bad_rights_or_window_bound, mw_key,
+                         mw->mw_type, mw->valid, len, access);
         return QHCA_CQE_MW_BIND_ERR;
     }
     if (len) {
@@ -112,7 +114,8 @@ int qhca_mw_bind(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t mw_key,
                         QHCA_ACCESS_REMOTE_ATOMIC)) &&
              !(mr->access & QHCA_ACCESS_LOCAL_WRITE)) ||
             !qhca_range_in(mr->iova, mr->length, addr, len)) {
-            QHCA_GUEST_ERROR(c, bind_mw_mr_does_not_allow_it, mr_lkey);
+            QHCA_GUEST_ERROR(c, bind_mw_mr_does_not_allow_it, mw_key, mr_lkey,
+                             addr, len, access);
             return QHCA_CQE_MW_BIND_ERR;
         }
     }
@@ -148,7 +151,7 @@ int qhca_mr_invalidate(QhcaCore *c, uint32_t pdn, uint32_t qpn, uint32_t key)
         return QHCA_CQE_SUCCESS;
     }
     if (!mr || mr->key != key || !mr->fast_reg || mr->pdn != pdn) {
-        QHCA_GUEST_ERROR(c, invalidate_not_fast_register_mr, key);
+        QHCA_GUEST_ERROR(c, invalidate_not_fast_register_mr, key, pdn, qpn);
         return QHCA_CQE_LOC_PROT_ERR;
     }
     mr->valid = false;

@@ -291,8 +291,9 @@ unsigned qhca_tx_room(QhcaCore *c);
 /* qhca-req.c: the requester */
 bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
                    struct qhca_send_wqe *w, uint64_t *addr);
-int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
-                   uint64_t addr, struct qhca_sge *sge, uint64_t *len);
+int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, uint16_t idx,
+                   const struct qhca_send_wqe *w, uint64_t addr,
+                   struct qhca_sge *sge, uint64_t *len);
 int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
                     uint16_t idx, struct qhca_send_wqe *w, uint64_t *addr,
                     struct qhca_sge *sge, uint64_t *len);

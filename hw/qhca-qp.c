@@ -338,6 +338,51 @@ bool qhca_qp_own_gid(QhcaCore *c, const uint8_t *gid)
     return false;
 }
 
+static const char *const qhca_rx_drop_names[QHCA_RX_DROP__MAX] = {
+    [QHCA_RX_DROP_NOT_READY] = "device not ready",
+    [QHCA_RX_DROP_TOO_LONG] = "frame too long",
+    [QHCA_RX_DROP_DROP_PPM] = "dropped on purpose (drop-ppm)",
+    [QHCA_RX_DROP_OWN_MAC] = "from our own MAC (a reflection)",
+    [QHCA_RX_DROP_NOT_OUR_MAC] = "not for our MAC",
+    [QHCA_RX_DROP_MCAST_MAC_UNICAST] = "multicast MAC, unicast address",
+    [QHCA_RX_DROP_NOT_OUR_GID] = "not for one of our GIDs",
+    [QHCA_RX_DROP_NO_QP] = "no such QP",
+    [QHCA_RX_DROP_UD_TO_CONN] = "UD packet for an RC or UC QP",
+    [QHCA_RX_DROP_CONN_TO_UD] = "RC or UC packet for a UD QP",
+    [QHCA_RX_DROP_UC_RC_MISMATCH] = "UC packet for an RC QP or the reverse",
+    [QHCA_RX_DROP_MCAST_NOT_UD] = "multicast but not UD",
+    [QHCA_RX_DROP_MCAST_QPN] = "multicast to a QPN other than 0xFFFFFF",
+    [QHCA_RX_DROP_MCAST_MAC] = "multicast MAC not the group's",
+    [QHCA_RX_DROP_MCAST_SOURCE] = "source address not unicast",
+    [QHCA_RX_DROP_MCAST_NO_GROUP] = "no QP attached to the group",
+    [QHCA_RX_DROP_QP_STATE] = "QP cannot receive",
+    [QHCA_RX_DROP_QKEY] = "Q_Key mismatch",
+    [QHCA_RX_DROP_UD_NO_RECV_WQE] = "no receive WQE (UD)",
+    [QHCA_RX_DROP_PSN_AHEAD] = "PSN ahead: sequence NAK",
+    [QHCA_RX_DROP_UC_REST] = "UC: the rest of a dropped message",
+    [QHCA_RX_DROP_DUP_READ_UNTRACKED] = "duplicate READ no resource tracked",
+    [QHCA_RX_DROP_DUP_ATOMIC_UNTRACKED] =
+        "duplicate atomic no resource tracked",
+    [QHCA_RX_DROP_FLUSH_FETH] = "FLUSH: bad FETH",
+    [QHCA_RX_DROP_RESP_PSN_WINDOW] = "response PSN out of window",
+    [QHCA_RX_DROP_NAK_ACKED] = "NAK for a PSN already acknowledged",
+    [QHCA_RX_DROP_SEQ_NAK_DONE] = "sequence NAK acted on",
+    [QHCA_RX_DROP_NOT_EMPTY_READ_RESP] =
+        "not the answer to the FLUSH/ATOMIC WRITE",
+    [QHCA_RX_DROP_UC_REMOTE_ACCESS] = "remote access error",
+    [QHCA_RX_DROP_UC_INVALID_REQ] = "invalid request",
+    [QHCA_RX_DROP_UC_NO_RECV_WQE] = "no receive WQE",
+    [QHCA_RX_DROP_UC_PSN] = "PSN not the expected one",
+};
+
+const char *qhca_rx_drop_name(QhcaRxDrop why)
+{
+    if ((unsigned)why >= QHCA_RX_DROP__MAX || !qhca_rx_drop_names[why]) {
+        return "unknown";
+    }
+    return qhca_rx_drop_names[why];
+}
+
 /* The last 32 bits of an address, for the traces */
 static uint32_t gid_tail(const uint8_t *gid)
 {
@@ -357,21 +402,21 @@ static void mcast_receive(QhcaCore *c, const QhcaRocePkt *pkt,
     uint32_t qpn[QHCA_MAX_MCAST_QP_ATTACH];
     uint8_t mac[6], sgid[16];
     const QhcaMcg *g = qhca_core_mcg(c, dgid);
-    const char *why;
+    QhcaRxDrop why;
     uint32_t i, n;
 
     qhca_roce_src_gid(&pkt->hdr, sgid);
     qhca_roce_mcast_mac(dgid, mac);
     if (!(pkt->op->flags & QHCA_ROCE_OPF_UD)) {
-        why = "multicast but not UD";
+        why = QHCA_RX_DROP_MCAST_NOT_UD;
     } else if (pkt->hdr.dest_qp != QHCA_MCAST_QPN) {
-        why = "multicast to a QPN other than 0xFFFFFF";
+        why = QHCA_RX_DROP_MCAST_QPN;
     } else if (memcmp(frame, mac, 6)) {
-        why = "multicast MAC not the group's";
+        why = QHCA_RX_DROP_MCAST_MAC;
     } else if (!qhca_roce_gid_is_unicast(sgid)) {
-        why = "source address not unicast";
+        why = QHCA_RX_DROP_MCAST_SOURCE;
     } else if (!g) {
-        why = "no QP attached to the group";
+        why = QHCA_RX_DROP_MCAST_NO_GROUP;
     } else {
         /* the receivers cannot change the group, but copy it anyway */
         n = g->nqp;
@@ -387,7 +432,7 @@ static void mcast_receive(QhcaCore *c, const QhcaRocePkt *pkt,
         return;
     }
     c->stat_rx_dropped++;
-    trace_qhca_rx_drop(pkt->frame_len, why);
+    QHCA_TRACE_RX_DROP_PKT(pkt, pkt->hdr.dest_qp, why);
 }
 
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
@@ -402,7 +447,7 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         (memcmp(frame, c->mac, 6) &&
          (!(frame[0] & 1) || !qhca_core_mcast_mac(c, frame)))) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "not for our MAC");
+        QHCA_TRACE_RX_DROP(len, QHCA_RX_DROP_NOT_OUR_MAC);
         return;
     }
     err = qhca_roce_parse(frame, len, &pkt);
@@ -412,7 +457,7 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         } else {
             c->stat_rx_dropped++;
         }
-        trace_qhca_rx_drop(len, qhca_roce_strerror(err));
+        trace_qhca_rx_drop_malformed(len, qhca_roce_strerror(err), err);
         return;
     }
     trace_qhca_rx_pkt(pkt.hdr.dest_qp, pkt.hdr.opcode, pkt.hdr.psn,
@@ -421,7 +466,8 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     if (qhca_roce_gid_is_mcast(dgid) || (frame[0] & 1)) {
         if (!qhca_roce_gid_is_mcast(dgid)) {
             c->stat_rx_dropped++;
-            trace_qhca_rx_drop(len, "multicast MAC, unicast address");
+            QHCA_TRACE_RX_DROP_PKT(&pkt, pkt.hdr.dest_qp,
+                                   QHCA_RX_DROP_MCAST_MAC_UNICAST);
             return;
         }
         mcast_receive(c, &pkt, frame, dgid);
@@ -429,19 +475,19 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     }
     if (!qhca_qp_own_gid(c, dgid)) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "not for one of our GIDs");
+        QHCA_TRACE_RX_DROP_PKT(&pkt, pkt.hdr.dest_qp, QHCA_RX_DROP_NOT_OUR_GID);
         return;
     }
     qp = qhca_core_qp(c, pkt.hdr.dest_qp);
     if (!qp) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "no such QP");
+        QHCA_TRACE_RX_DROP_PKT(&pkt, pkt.hdr.dest_qp, QHCA_RX_DROP_NO_QP);
         return;
     }
     if (pkt.op->flags & QHCA_ROCE_OPF_UD) {
         if (qp_is_conn(qp)) {
             c->stat_rx_dropped++;
-            trace_qhca_rx_drop(len, "UD packet for an RC or UC QP");
+            QHCA_TRACE_RX_DROP_PKT(&pkt, qp->qpn, QHCA_RX_DROP_UD_TO_CONN);
             return;
         }
         qhca_ud_recv(c, qp, &pkt, frame);
@@ -449,12 +495,12 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     }
     if (!qp_is_conn(qp)) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "RC or UC packet for a UD QP");
+        QHCA_TRACE_RX_DROP_PKT(&pkt, qp->qpn, QHCA_RX_DROP_CONN_TO_UD);
         return;
     }
     if (!(pkt.op->flags & QHCA_ROCE_OPF_UC) != qp_is_rc(qp)) {
         c->stat_rx_dropped++;
-        trace_qhca_rx_drop(len, "UC packet for an RC QP or the reverse");
+        QHCA_TRACE_RX_DROP_PKT(&pkt, qp->qpn, QHCA_RX_DROP_UC_RC_MISMATCH);
         return;
     }
     if (!qhca_qp_from_path(c, qp, &pkt.hdr)) {
@@ -632,16 +678,18 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
     uint16_t old = sq ? qp->eng->sq_pi : qp->eng->rq_pi;
 
     if (!sq && qp->srqn != QHCA_NO_SRQ) {
-        QHCA_GUEST_UB(c, rq_doorbell_qp_srq, qp->qpn);
+        QHCA_GUEST_UB(c, rq_doorbell_qp_srq, qp->qpn, qp->srqn);
         return;
     }
     if ((uint16_t)(pi - r->ci) > (1u << r->log_depth)) {
-        QHCA_GUEST_UB(c, qp_doorbell_more_wqes_entries, pi);
+        QHCA_GUEST_UB(c, qp_doorbell_more_wqes_entries, qp->qpn, sq, pi,
+                      r->ci, 1u << r->log_depth);
         return;
     }
     /* posted WQEs cannot be taken back: the index only moves forward */
     if ((uint16_t)(pi - r->ci) < (uint16_t)(old - r->ci)) {
-        QHCA_GUEST_UB(c, qp_doorbell_producer_index_moved, pi);
+        QHCA_GUEST_UB(c, qp_doorbell_producer_index_moved, qp->qpn, sq, pi,
+                      old, r->ci);
         return;
     }
     if (sq) {

@@ -61,18 +61,20 @@ static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
 
 
 /*
- * Check a WQE when it is first started.  Returns 0 or a CQE status, and the
- * message length in *len.
+ * Check a WQE (index @idx of the SQ, for the traces) when it is first
+ * started.  Returns 0 or a CQE status, and the message length in *len.
  */
-int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
-                   uint64_t addr, struct qhca_sge *sge, uint64_t *len)
+int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, uint16_t idx,
+                   const struct qhca_send_wqe *w, uint64_t addr,
+                   struct qhca_sge *sge, uint64_t *len)
 {
     uint32_t room = (1u << qp->sq.log_stride) - QHCA_SEND_WQE_HDR_SIZE;
 
     if (!wqe_op_valid(qp, w->opcode) ||
         (w->flags & ~(QHCA_WQE_SIGNALED | QHCA_WQE_SOLICITED |
                       QHCA_WQE_INLINE | QHCA_WQE_FENCE))) {
-        QHCA_GUEST_ERROR(c, wqe_bad_opcode_flags_this_qp, w->opcode);
+        QHCA_GUEST_ERROR(c, wqe_bad_opcode_flags_this_qp, qp->qpn, idx,
+                         w->opcode, w->flags, qp->type);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (w->flags & QHCA_WQE_INLINE) {
@@ -81,7 +83,8 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         if (il > qp->max_inline || il > room ||
             w->opcode == QHCA_WQE_RDMA_READ || is_rd_atomic(w->opcode) ||
             is_local_op(w->opcode)) {
-            QHCA_GUEST_ERROR(c, wqe_bad_inline_data, il);
+            QHCA_GUEST_ERROR(c, wqe_bad_inline_data, qp->qpn, idx, w->opcode,
+                             il, qp->max_inline, room);
             return QHCA_CQE_LOC_QP_OP_ERR;
         }
         *len = il;
@@ -89,7 +92,8 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
     if (w->num_sge > QHCA_MAX_SGE ||
         w->num_sge * sizeof(struct qhca_sge) > room) {
-        QHCA_GUEST_ERROR(c, wqe_too_many_sges, w->num_sge);
+        QHCA_GUEST_ERROR(c, wqe_too_many_sges, qp->qpn, idx, w->num_sge,
+                         MIN(QHCA_MAX_SGE, room / sizeof(struct qhca_sge)));
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (w->num_sge && !qhca_op_dma_read(c, addr +
@@ -99,12 +103,13 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     }
     *len = sge_total(sge, w->num_sge);
     if (*len > 0x80000000ULL) {
-        QHCA_GUEST_ERROR(c, wqe_message_longer_2_gib, *len);
+        QHCA_GUEST_ERROR(c, wqe_message_longer_2_gib, qp->qpn, idx, *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
     if ((w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
          w->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD) && *len != 8) {
-        QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, *len);
+        QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, qp->qpn, idx,
+                         *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
     if (is_empty_read_answered(w->opcode)) {
@@ -119,7 +124,9 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
                         3u << QHCA_FLUSH_LEVEL_SHIFT)) ||
               level > QHCA_FLUSH_MR ||
               le64_to_cpu(w->rdma.compare_add) > QHCA_MAX_MSG_BYTES))) {
-            QHCA_GUEST_ERROR(c, wqe_bad_flush_or_atomic_write, w->opcode);
+            QHCA_GUEST_ERROR(c, wqe_bad_flush_or_atomic_write, qp->qpn, idx,
+                             w->opcode, w->num_sge, feth,
+                             le64_to_cpu(w->rdma.compare_add));
             return QHCA_CQE_LOC_QP_OP_ERR;
         }
         *len = w->opcode == QHCA_WQE_ATOMIC_WRITE ? 8 : 0;
@@ -179,13 +186,14 @@ int qhca_wqe_reread(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st,
     if (!qhca_wqe_read(c, qp, idx, w, addr)) {
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
-    status = qhca_wqe_check(c, qp, w, *addr, sge, len);
+    status = qhca_wqe_check(c, qp, idx, w, *addr, sge, len);
     if (status) {
         return status;
     }
     if (wqe_fingerprint(c, w, *addr, sge) != st->fingerprint ||
         *len != st->byte_len || w->opcode != st->opcode) {
-        QHCA_GUEST_ERROR(c, wqe_changed_while_device_owned, idx);
+        QHCA_GUEST_ERROR(c, wqe_changed_while_device_owned, qp->qpn, idx,
+                         w->opcode, st->opcode, *len, st->byte_len);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     return 0;
@@ -246,7 +254,8 @@ static uint8_t local_op(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w)
     if (w->opcode == QHCA_WQE_BIND_MW) {
         /* what it needs is in the header: SGEs are a malformed WQE */
         if (w->num_sge) {
-            QHCA_GUEST_ERROR(c, wqe_bind_mw_with_sges, w->num_sge);
+            QHCA_GUEST_ERROR(c, wqe_bind_mw_with_sges, qp->qpn,
+                             qp->eng->req_idx, w->num_sge);
             return QHCA_CQE_LOC_QP_OP_ERR;
         }
         return qhca_mw_bind(c, qp->pdn, qp->qpn, le32_to_cpu(w->bind.mw_key),
@@ -274,12 +283,14 @@ static uint8_t ud_send(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
     int off;
 
     if (!ah || ah->pdn != qp->pdn) {
-        QHCA_GUEST_ERROR(c, ud_wqe_bad_ah, le32_to_cpu(w->ud.ahn));
+        QHCA_GUEST_ERROR(c, ud_wqe_bad_ah, qp->qpn, qp->eng->req_idx,
+                         le32_to_cpu(w->ud.ahn), qp->pdn);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     if (!qhca_qp_addr(c, qp, ah->sgid_index, ah->dgid, ah->dmac, ah->hop_limit,
                       ah->traffic_class, ah->flow_label, &h)) {
-        QHCA_GUEST_ERROR(c, ud_wqe_ah_bad_gids, ah->sgid_index);
+        QHCA_GUEST_ERROR(c, ud_wqe_ah_bad_gids, qp->qpn, qp->eng->req_idx,
+                         le32_to_cpu(w->ud.ahn), ah->sgid_index);
         return QHCA_CQE_LOC_QP_OP_ERR;
     }
     h.opcode = w->opcode == QHCA_WQE_SEND_WITH_IMM ?
@@ -755,7 +766,7 @@ static int req_fetch_new(QhcaCore *c, QhcaQp *qp, QhcaWqeState *st,
                          w->num_sge, e->req_off);
     st->opcode = w->opcode;
     st->signaled = true;        /* an error always completes */
-    status = qhca_wqe_check(c, qp, w, *addr, sge, len);
+    status = qhca_wqe_check(c, qp, e->req_idx, w, *addr, sge, len);
     if (status) {
         return status;
     }

@@ -71,14 +71,15 @@ static bool take_recv(QhcaCore *c, QhcaQp *qp)
                             sizeof(struct qhca_sge));
     if (!qhca_ring_entry_addr(r, r->ci, &addr) ||
         !qhca_op_dma_read(c, addr, &w, sizeof(w))) {
-        QHCA_GUEST_ERROR(c, receive_wqe_cannot_read, r->ci);
+        QHCA_GUEST_ERROR(c, receive_wqe_cannot_read, qp->qpn, qp->srqn, r->ci);
         e->recv_error = true;
     } else if (w.num_sge > max ||
                !qhca_op_dma_read(c, addr + QHCA_RECV_WQE_HDR_SIZE,
                                  e->recv_sge,
                                  w.num_sge * sizeof(struct qhca_sge))) {
         /* its error completion still names it */
-        QHCA_GUEST_ERROR(c, receive_wqe_bad_num_sge, r->ci);
+        QHCA_GUEST_ERROR(c, receive_wqe_bad_num_sge, qp->qpn, qp->srqn, r->ci,
+                         w.num_sge, max);
         e->recv_wr_id = le64_to_cpu(w.wr_id);
         e->recv_error = true;
     } else {
@@ -128,11 +129,11 @@ void qhca_recv_complete(QhcaCore *c, QhcaQp *qp, uint8_t status,
  * receive WQE it had taken stays for the next message (nothing of the
  * dropped one completes)
  */
-static void uc_drop_msg(QhcaQp *qp, uint32_t psn, const char *why)
+static void uc_drop_msg(QhcaQp *qp, uint32_t psn, QhcaRxDrop why)
 {
     QhcaQpEngine *e = qp->eng;
 
-    trace_qhca_uc_drop(qp->qpn, psn, why);
+    trace_qhca_uc_drop(qp->qpn, psn, qhca_rx_drop_name(why), why);
     e->uc_drop = true;
     e->resp = RESP_IDLE;
     e->recv_off = 0;
@@ -149,7 +150,8 @@ static void resp_error(QhcaCore *c, QhcaQp *qp, uint32_t psn, uint8_t nak,
 {
     if (!qp_is_rc(qp) && nak != QHCA_ROCE_NAK_REMOTE_OP) {
         uc_drop_msg(qp, psn, nak == QHCA_ROCE_NAK_REMOTE_ACCESS ?
-                    "remote access error" : "invalid request");
+                    QHCA_RX_DROP_UC_REMOTE_ACCESS :
+                    QHCA_RX_DROP_UC_INVALID_REQ);
         return;
     }
     if (qp_is_rc(qp)) {
@@ -198,7 +200,8 @@ static void respq_push(QhcaCore *c, QhcaQp *qp, QhcaRespQEntry ent)
     }
     if (e->respq_count == QHCA_RESPQ_LEN) {
         /* cannot happen within the resource rules; never overrun */
-        QHCA_GUEST_ERROR(c, responder_response_queue_full, qp->qpn);
+        QHCA_GUEST_ERROR(c, responder_response_queue_full, qp->qpn,
+                         QHCA_RESPQ_LEN);
         return;
     }
     *respq_at(e, e->respq_count++) = ent;
@@ -214,7 +217,7 @@ static void resp_queue_ack(QhcaCore *c, QhcaQp *qp, uint32_t psn,
 {
     if (!qp_is_rc(qp)) {
         if ((syndrome & QHCA_ROCE_AETH_TYPE_MASK) == QHCA_ROCE_AETH_RNR_NAK) {
-            uc_drop_msg(qp, psn, "no receive WQE");
+            uc_drop_msg(qp, psn, QHCA_RX_DROP_UC_NO_RECV_WQE);
         }
         return;
     }
@@ -426,8 +429,8 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
                             psn_diff(h->psn, r->psn) : 0);
         }
         if (!found) {
-            trace_qhca_rx_drop(pkt->frame_len,
-                               "duplicate READ no resource tracked");
+            QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn,
+                                   QHCA_RX_DROP_DUP_READ_UNTRACKED);
         }
         return;
     }
@@ -439,8 +442,7 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
                 return;
             }
         }
-        trace_qhca_rx_drop(pkt->frame_len,
-                           "duplicate atomic no resource tracked");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_DUP_ATOMIC_UNTRACKED);
         return;
     }
     /* SEND or WRITE seen before: acknowledge everything we have */
@@ -461,7 +463,8 @@ static QhcaRdRes *res_alloc(QhcaCore *c, QhcaQp *qp, uint32_t psn,
     QhcaRdRes *r = &e->res[e->res_next % n];
 
     if (r->queued) {
-        QHCA_GUEST_ERROR(c, responder_more_reads_atomics_max_dest_rd, qp->qpn);
+        QHCA_GUEST_ERROR(c, responder_more_reads_atomics_max_dest_rd, qp->qpn,
+                         psn, n);
         resp_error(c, qp, psn, QHCA_ROCE_NAK_INVALID_REQ,
                    QHCA_EQE_QP_REQ_ERR);
         return NULL;
@@ -492,7 +495,7 @@ static bool resp_check_state(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
         qp->attr.qp_state != QHCA_QPS_RTS &&
         qp->attr.qp_state != QHCA_QPS_SQD &&
         qp->attr.qp_state != QHCA_QPS_SQE) {
-        trace_qhca_rx_drop(pkt->frame_len, "QP cannot receive");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_QP_STATE);
         return false;
     }
     if (qp->attr.qp_state == QHCA_QPS_RTR && !e->comm_est) {
@@ -521,12 +524,11 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
          */
         if (d != 0 && !e->uc_drop) {
             c->stat_seq_errors++;
-            uc_drop_msg(qp, h->psn, "PSN not the expected one");
+            uc_drop_msg(qp, h->psn, QHCA_RX_DROP_UC_PSN);
         }
         if (e->uc_drop) {
             if (!(pkt->op->flags & QHCA_ROCE_OPF_FIRST)) {
-                trace_qhca_rx_drop(pkt->frame_len,
-                                   "UC: the rest of a dropped message");
+                QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_UC_REST);
                 return false;
             }
             e->uc_drop = false;
@@ -541,7 +543,7 @@ static bool resp_check_psn(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
             resp_queue_ack(c, qp, e->epsn,
                            QHCA_ROCE_AETH_NAK | QHCA_ROCE_NAK_PSN_SEQ_ERR);
         }
-        trace_qhca_rx_drop(pkt->frame_len, "PSN ahead: sequence NAK");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_PSN_AHEAD);
         return false;
     }
     if (d < 0) {
@@ -850,7 +852,7 @@ static void resp_exec_flush(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
 
     if (!type || level > QHCA_FLUSH_MR ||
         (type & ~(QHCA_FLUSH_GLOBAL | QHCA_FLUSH_PERSISTENT))) {
-        trace_qhca_rx_drop(pkt->frame_len, "FLUSH: bad FETH");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_FLUSH_FETH);
         resp_error(c, qp, h->psn, QHCA_ROCE_NAK_INVALID_REQ,
                    QHCA_EQE_QP_REQ_ERR);
         return;
@@ -983,15 +985,15 @@ void qhca_ud_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         qp->attr.qp_state != QHCA_QPS_RTS &&
         qp->attr.qp_state != QHCA_QPS_SQD &&
         qp->attr.qp_state != QHCA_QPS_SQE) {
-        trace_qhca_rx_drop(pkt->frame_len, "QP cannot receive");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_QP_STATE);
         return;
     }
     if (h->deth.qkey != qkey) {
-        trace_qhca_rx_drop(pkt->frame_len, "Q_Key mismatch");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_QKEY);
         return;
     }
     if (!take_recv(c, qp)) {
-        trace_qhca_rx_drop(pkt->frame_len, "no receive WQE (UD)");
+        QHCA_TRACE_RX_DROP_PKT(pkt, qp->qpn, QHCA_RX_DROP_UD_NO_RECV_WQE);
         return;
     }
     if (e->recv_error) {

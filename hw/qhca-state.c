@@ -15,15 +15,33 @@
  * Guest input the device refuses (an error status, CQE or dropped frame)
  * and register or doorbell use that the hardware contract leaves undefined
  * (ignored): counted in STAT_GUEST_ERRORS and logged with LOG_GUEST_ERROR
- * under the name of the condition's trace event.  Called through
- * QHCA_GUEST_ERROR() and QHCA_GUEST_UB(), which also emit that event
- * (qhca_err_* and qhca_ub_* in hw/trace-events), as hw/nvme names one
- * event per condition.
+ * under the name of the condition's trace event, with the event's
+ * arguments in hex.  Called through QHCA_GUEST_ERROR() and QHCA_GUEST_UB(),
+ * which also emit that event (qhca_err_* and qhca_ub_* in hw/trace-events),
+ * as hw/nvme names one event per condition.
  */
-void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val)
+static const char *guest_error_args(char *buf, size_t size,
+                                    const uint64_t *arg, unsigned nargs)
 {
+    size_t len = 0;
+    unsigned i;
+
+    buf[0] = 0;
+    for (i = 0; i < MIN(nargs, QHCA_GUEST_ERROR_MAX_ARGS); i++) {
+        len += snprintf(buf + len, size - len, "%s0x%" PRIx64,
+                        i ? ", " : "", arg[i]);
+    }
+    return buf;
+}
+
+void qhca_guest_error(QhcaCore *c, const char *event, const uint64_t *arg,
+                      unsigned nargs)
+{
+    char buf[QHCA_GUEST_ERROR_MAX_ARGS * 20];
+
     c->stat_guest_errors++;
-    qemu_log_mask(LOG_GUEST_ERROR, "%s (0x%" PRIx64 ")\n", event, val);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s (%s)\n", event,
+                  guest_error_args(buf, sizeof(buf), arg, nargs));
 }
 
 /*

@@ -310,19 +310,30 @@ struct QhcaCore {
 
 /*
  * Refused guest input (@ev names trace event qhca_err_@ev) and undefined
- * register or doorbell use (qhca_ub_@ev): the event, STAT_GUEST_ERRORS
- * and LOG_GUEST_ERROR.  The file using them includes its "trace.h".
+ * register or doorbell use (qhca_ub_@ev), as hw/nvme's NVME_GUEST_ERR():
+ * the event with its typed arguments (hw/trace-events), STAT_GUEST_ERRORS,
+ * and LOG_GUEST_ERROR with the event's name and the arguments' values.
+ * The arguments are integers, and are evaluated more than once: no side
+ * effects.  The file using them includes its "trace.h".
  */
-#define QHCA_GUEST_ERROR(c, ev, val) do {                        \
-        trace_qhca_err_##ev(val);                               \
-        qhca_guest_error(c, "qhca_err_" #ev, val);              \
+#define QHCA_GUEST_ERROR(c, ev, ...) do {                                \
+        trace_qhca_err_##ev(__VA_ARGS__);                               \
+        QHCA_GUEST_LOG(c, "qhca_err_" #ev, __VA_ARGS__);                \
     } while (0)
-#define QHCA_GUEST_UB(c, ev, val) do {                           \
-        trace_qhca_ub_##ev(val);                                \
-        qhca_guest_error(c, "qhca_ub_" #ev, val);               \
+#define QHCA_GUEST_UB(c, ev, ...) do {                                   \
+        trace_qhca_ub_##ev(__VA_ARGS__);                                \
+        QHCA_GUEST_LOG(c, "qhca_ub_" #ev, __VA_ARGS__);                 \
     } while (0)
+#define QHCA_GUEST_LOG(c, event, ...)                                    \
+    qhca_guest_error(c, event, (const uint64_t[]) { __VA_ARGS__ },      \
+                     sizeof((const uint64_t[]) { __VA_ARGS__ }) /       \
+                     sizeof(uint64_t))
 
-void qhca_guest_error(QhcaCore *c, const char *event, uint64_t val);
+/* At most this many arguments are logged */
+#define QHCA_GUEST_ERROR_MAX_ARGS 8
+
+void qhca_guest_error(QhcaCore *c, const char *event, const uint64_t *arg,
+                      unsigned nargs);
 
 /*
  * The device logic reaches the bus, the interrupt controller and the wire

@@ -94,7 +94,7 @@ static bool qhca_dma_read(void *opaque, uint64_t addr, void *buf,
     trace_qhca_dma_read(addr, len);
     if (qhca_hits_own_bar(s, addr, len)) {
         trace_qhca_err_dma_own_bar(addr, len);
-        QHCA_GUEST_ERROR(&s->core, dma_read_from_devices_own_bars, addr);
+        QHCA_GUEST_ERROR(&s->core, dma_read_from_devices_own_bars, addr, len);
         return false;
     }
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
@@ -108,7 +108,7 @@ static bool qhca_dma_write(void *opaque, uint64_t addr, const void *buf,
     trace_qhca_dma_write(addr, len);
     if (qhca_hits_own_bar(s, addr, len)) {
         trace_qhca_err_dma_own_bar(addr, len);
-        QHCA_GUEST_ERROR(&s->core, dma_write_devices_own_bars, addr);
+        QHCA_GUEST_ERROR(&s->core, dma_write_devices_own_bars, addr, len);
         return false;
     }
     return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK;
@@ -128,7 +128,7 @@ static void qhca_irq(void *opaque, unsigned vector)
         if (qhca_hits_own_bar(s, msg.address, 4)) {
             trace_qhca_err_msix_own_bar(vector, msg.address);
             QHCA_GUEST_ERROR(&s->core, msi_x_message_aimed_devices_own_bars,
-                             msg.address);
+                             vector, msg.address);
             return;
         }
     }
@@ -251,7 +251,7 @@ static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
 
-    QHCA_GUEST_UB(&s->core, read_from_doorbell_page, addr);
+    QHCA_GUEST_UB(&s->core, read_from_doorbell_page, addr, size);
     return 0;
 }
 
