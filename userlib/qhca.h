@@ -4,9 +4,9 @@
  *
  * Everything declared here is internal to libqhca-rdmav34.so (the version
  * script exports only verbs_provider_qhca).  The functions in the "pure"
- * sections touch only memory, so the host unit tests (unit-datapath.c)
- * call them directly, with a plain memory page standing in for the doorbell
- * page.
+ * sections touch only memory, so the host unit tests (tests/provider/:
+ * unit-datapath.c and its datapath-*.c) call them directly, with a plain
+ * memory page standing in for the doorbell page.
  */
 
 #ifndef __QHCA_H__

@@ -3,7 +3,8 @@
  * qhca rdma-core provider: the pure parts of the data path.  Queue sizing,
  * send/receive WQE encoding and CQE decoding, exactly as laid out in
  * include/qhca_hw.h.  Nothing here takes a lock, makes a system call or
- * touches the doorbell page; unit-datapath.c checks it field by field.
+ * touches the doorbell page; the host tests in tests/provider/
+ * (datapath-*.c) check it field by field.
  */
 
 #include <config.h>

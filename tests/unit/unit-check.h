@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Named checks inside a GLib test case, for the host tests whose cases
- * make many checks in sequence (tests/unit/test-qhca-geom.c and the
- * provider's userlib/unit-datapath.c, dlopen-check.c).
+ * make many checks in sequence (tests/unit/test-qhca-geom.c,
+ * test-qhca-opcodes.c, the provider's data-path tests in tests/provider/,
+ * through datapath.h, and userlib/dlopen-check.c).
  *
  * unit_check(cond, fmt, ...) prints "# ok - NAME" or "# not ok - NAME", a
  * TAP comment inside the running case, and a failed check fails the case
