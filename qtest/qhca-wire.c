@@ -695,3 +695,67 @@ uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac)
                     ==, QHCA_CMD_OK);
     return ahn;
 }
+
+/* A UD send WQE to QP @qpn (Q_Key @qkey) through AH @ahn */
+struct qhca_send_wqe ud_wqe(uint8_t opcode, uint64_t wr_id, uint32_t ahn,
+                            uint32_t qpn, uint32_t qkey)
+{
+    struct qhca_send_wqe w = wqe(opcode, wr_id);
+
+    w.ud.ahn = cpu_to_le32(ahn);
+    w.ud.remote_qpn = cpu_to_le32(qpn);
+    w.ud.remote_qkey = cpu_to_le32(qkey);
+    return w;
+}
+
+uint64_t stat_of(const uint64_t *v, unsigned i)
+{
+    return v[i];
+}
+
+/* QUERY_STATS from counter @first on, into @v[first...]; its count */
+unsigned query_stats(QQhca *d, uint32_t first, uint64_t *v)
+{
+    struct qhca_cmd_query_stats q = { .first = cpu_to_le32(first) };
+    qhca_le64 raw[QHCA_STAT_NUM];
+    uint32_t n;
+    unsigned i;
+
+    g_assert_cmpint(qhca_cmd_post(d, QHCA_CMD_QUERY_STATS, &q, sizeof(q), &n),
+                    ==, QHCA_CMD_OK);
+    qtest_memread(d->qts, d->qd.resp, raw, (QHCA_STAT_NUM - first) * 8);
+    for (i = first; i < QHCA_STAT_NUM; i++) {
+        v[i] = le64_to_cpu(raw[i - first]);
+    }
+    return n;
+}
+
+/* The link-local GID the kernel derives from @mac */
+void gid6_of(uint8_t *g, const uint8_t *mac)
+{
+    static const uint8_t ll[16] = { 0xfe, 0x80, [8] = 0x50, 0x54, 0x00,
+                                    0xff, 0xfe };
+
+    memcpy(g, ll, 16);
+    g[13] = mac[3];
+    g[14] = mac[4];
+    g[15] = mac[5];
+}
+
+/* ADD_GID of @gid at @index: its status */
+int add_gid_raw(QQhca *d, uint32_t index, const uint8_t *gid)
+{
+    struct qhca_cmd_gid g = { .index = cpu_to_le32(index) };
+
+    memcpy(g.gid, gid, 16);
+    return qhca_cmd_post(d, QHCA_CMD_ADD_GID, &g, sizeof(g), NULL);
+}
+
+/* @e's device's link-local GID at GID6_INDEX */
+void add_gid6(End *e)
+{
+    uint8_t g[16];
+
+    gid6_of(g, e->mac);
+    g_assert_cmpint(add_gid_raw(e->d, GID6_INDEX, g), ==, QHCA_CMD_OK);
+}

@@ -35,6 +35,13 @@
 #define PAIR_PCIEXBAR       0x60
 #define PAIR_ECAM_BASE      0xb0000000ULL
 
+/*
+ * Over IPv6, each device has the link-local GID the kernel derives from
+ * its MAC (fe80::5054:ff:fe00:n for 52:54:00:00:00:n) at GID6_INDEX
+ * (add_gid6()), beside the IPv4 GID end_create() puts at index 0
+ */
+#define GID6_INDEX  1
+
 #define ALL_ACCESS  (QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE | \
                      QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_ATOMIC)
 
@@ -169,6 +176,14 @@ void msix_aim_at_self(QQhca *d, unsigned vec, uint32_t reg,
 void ud_up(End *e, uint32_t qkey, bool rts);
 uint32_t ud_ah(End *e, uint32_t ip, const uint8_t *mac);
 void wait_device_deleted(QTestState *qts, const char *id);
+struct qhca_send_wqe ud_wqe(uint8_t opcode, uint64_t wr_id, uint32_t ahn,
+                            uint32_t qpn, uint32_t qkey);
+/* QUERY_STATS: the device's counters from @first on, in @v[first...] */
+uint64_t stat_of(const uint64_t *v, unsigned i);
+unsigned query_stats(QQhca *d, uint32_t first, uint64_t *v);
+void gid6_of(uint8_t *g, const uint8_t *mac);
+int add_gid_raw(QQhca *d, uint32_t index, const uint8_t *gid);
+void add_gid6(End *e);
 /* Turn q35's ECAM window on; its base */
 uint64_t ecam_enable(Pair *p);
 uint64_t ecam_addr(QPCIDevice *dev, uint32_t reg);

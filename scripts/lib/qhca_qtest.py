@@ -123,8 +123,8 @@ def tshark():
     return False
 
 
-def capture(path, name, prefix, require, one_address=None):
-    """Case PATH of qhca-transport-test (build/qemu) with device A's wire
+def capture(program, path, name, prefix, require, one_address=None):
+    """Case PATH of the qtest PROGRAM (build/qemu) with device A's wire
     recorded in build/test-logs/NAME.pcap (QHCA_QTEST_PCAP), the capture
     checked by scripts/pcap-check --require REQUIRE (opcode names), its
     lines as "ok - PREFIX: ...". With ONE_ADDRESS, every RoCEv2 frame must
@@ -134,7 +134,7 @@ def capture(path, name, prefix, require, one_address=None):
         os.unlink(pcap)
     env = dict(os.environ, QHCA_QTEST_PCAP=pcap,
                QTEST_QEMU_BINARY=os.path.join(QEMU_DIR, "qemu-system-x86_64"))
-    test = os.path.join(QEMU_DIR, "tests", "qtest", "qhca-transport-test")
+    test = os.path.join(QEMU_DIR, "tests", "qtest", program)
     if run_logged(["timeout", "300", test, "-p", f"/x86_64{path}"],
                   os.path.join(LOGS, f"{name}.tap"), env) != 0:
         say(f"not ok - {prefix}: {path} with a capture failed")
