@@ -245,16 +245,13 @@ static inline void qp_schedule(QhcaCore *c)
  */
 static inline bool is_rd_atomic(uint8_t op)
 {
-    return op == QHCA_WQE_RDMA_READ || op == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
-           op == QHCA_WQE_ATOMIC_FETCH_AND_ADD || op == QHCA_WQE_FLUSH ||
-           op == QHCA_WQE_ATOMIC_WRITE;
+    return qhca_wqe_op_has(op, QHCA_WQE_OPF_RD_ATOMIC);
 }
 
 /* WQEs the device executes itself, sending nothing: no PSN, no answer */
 static inline bool is_local_op(uint8_t op)
 {
-    return op == QHCA_WQE_LOCAL_INV || op == QHCA_WQE_REG_MR ||
-           op == QHCA_WQE_BIND_MW;
+    return qhca_wqe_op_has(op, QHCA_WQE_OPF_LOCAL);
 }
 
 /* FLUSH and ATOMIC WRITE: answered by an empty READ RESPONSE ONLY */

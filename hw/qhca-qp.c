@@ -188,29 +188,9 @@ void qhca_send_simple(QhcaCore *c, const QhcaRoceHdr *h,
 
 uint8_t qhca_cqe_opcode(uint8_t wqe_opcode)
 {
-    switch (wqe_opcode) {
-    case QHCA_WQE_RDMA_WRITE:
-    case QHCA_WQE_RDMA_WRITE_WITH_IMM:
-        return QHCA_CQE_OP_RDMA_WRITE;
-    case QHCA_WQE_RDMA_READ:
-        return QHCA_CQE_OP_RDMA_READ;
-    case QHCA_WQE_ATOMIC_CMP_AND_SWP:
-        return QHCA_CQE_OP_COMP_SWAP;
-    case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
-        return QHCA_CQE_OP_FETCH_ADD;
-    case QHCA_WQE_LOCAL_INV:
-        return QHCA_CQE_OP_LOCAL_INV;
-    case QHCA_WQE_BIND_MW:
-        return QHCA_CQE_OP_BIND_MW;
-    case QHCA_WQE_FLUSH:
-        return QHCA_CQE_OP_FLUSH;
-    case QHCA_WQE_ATOMIC_WRITE:
-        return QHCA_CQE_OP_ATOMIC_WRITE;
-    case QHCA_WQE_REG_MR:
-        return QHCA_CQE_OP_REG_MR;
-    default:
-        return QHCA_CQE_OP_SEND;
-    }
+    const struct qhca_wqe_op_info *info = qhca_wqe_op_info(wqe_opcode);
+
+    return info ? info->cqe_opcode : QHCA_CQE_OP_SEND;
 }
 
 /*

@@ -32,31 +32,10 @@ bool qhca_wqe_read(QhcaCore *c, QhcaQp *qp, uint16_t idx,
            qhca_op_dma_read(c, *addr, w, sizeof(*w));
 }
 
+/* The opcode table of include/qhca_hw.h: may a QP of this type post it */
 static bool wqe_op_valid(const QhcaQp *qp, uint8_t op)
 {
-    switch (op) {
-    case QHCA_WQE_SEND:
-    case QHCA_WQE_SEND_WITH_IMM:
-        return true;
-    case QHCA_WQE_RDMA_WRITE:
-    case QHCA_WQE_RDMA_WRITE_WITH_IMM:
-        return qp_is_conn(qp);
-    case QHCA_WQE_RDMA_READ:
-    case QHCA_WQE_ATOMIC_CMP_AND_SWP:
-    case QHCA_WQE_ATOMIC_FETCH_AND_ADD:
-    case QHCA_WQE_SEND_WITH_INV:
-        return qp_is_rc(qp);
-    case QHCA_WQE_FLUSH:
-    case QHCA_WQE_ATOMIC_WRITE:
-        return qp_is_rc(qp);
-    case QHCA_WQE_LOCAL_INV:
-    case QHCA_WQE_REG_MR:
-        return true;
-    case QHCA_WQE_BIND_MW:
-        return qp_is_conn(qp);
-    default:
-        return false;
-    }
+    return qhca_wqe_op_allowed(op, qp->type);
 }
 
 
@@ -81,8 +60,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, uint16_t idx,
         uint32_t il = le32_to_cpu(w->inline_len);
 
         if (il > qp->max_inline || il > room ||
-            w->opcode == QHCA_WQE_RDMA_READ || is_rd_atomic(w->opcode) ||
-            is_local_op(w->opcode)) {
+            !qhca_wqe_op_has(w->opcode, QHCA_WQE_OPF_INLINE)) {
             QHCA_GUEST_ERROR(c, wqe_bad_inline_data, qp->qpn, idx, w->opcode,
                              il, qp->max_inline, room);
             return QHCA_CQE_LOC_QP_OP_ERR;
@@ -106,8 +84,7 @@ int qhca_wqe_check(QhcaCore *c, QhcaQp *qp, uint16_t idx,
         QHCA_GUEST_ERROR(c, wqe_message_longer_2_gib, qp->qpn, idx, *len);
         return QHCA_CQE_LOC_LEN_ERR;
     }
-    if ((w->opcode == QHCA_WQE_ATOMIC_CMP_AND_SWP ||
-         w->opcode == QHCA_WQE_ATOMIC_FETCH_AND_ADD) && *len != 8) {
+    if (qhca_wqe_op_has(w->opcode, QHCA_WQE_OPF_ATOMIC) && *len != 8) {
         QHCA_GUEST_ERROR(c, wqe_atomic_needs_one_8_byte_buffer, qp->qpn, idx,
                          *len);
         return QHCA_CQE_LOC_LEN_ERR;
@@ -854,7 +831,8 @@ void qhca_req_run(QhcaCore *c, QhcaQp *qp, bool *more, unsigned budget)
             trace_qhca_wqe_fetch(qp->qpn, e->req_idx, w.opcode, w.flags,
                                  w.num_sge, e->req_off);
         }
-        status = qp_is_rc(qp) ? rc_send_wqe(c, qp, &w, addr, sge, len, &budget) :
+        status = qp_is_rc(qp) ?
+                 rc_send_wqe(c, qp, &w, addr, sge, len, &budget) :
                  uc_send_wqe(c, qp, &w, addr, sge, len, &budget);
         switch (status) {
         case SEND_DONE:
