@@ -2,7 +2,7 @@
 /*
  * qhca_ktest: a kernel verbs self-test between two hosts, through the
  * RDMA CM.  It exercises the kernel paths of an RDMA driver that user
- * space tools do not reach: kernel RC and UD QPs, an SRQ, fast
+ * space tools do not reach: kernel RC, UD and UC QPs, an SRQ, fast
  * registration, RDMA READ/WRITE, atomics, inline data, send with
  * invalidate, local invalidate, kernel address handles (from a path and
  * from a work completion) and CQ arming with completion events.
@@ -25,6 +25,11 @@
  * it with LOCAL_INV.  UD (port + 1): the client resolves the server by
  * SIDR and sends to it through an address handle; the server answers
  * through an address handle made from the work completion's GRH.
+ * UC (port + 2): the server fast-registers a 2-page buffer on its UC QP
+ * and sends its address and rkey; the client sends to it with and without
+ * immediate data, writes one pattern into the first page by RDMA WRITE and
+ * another into the second by RDMA WRITE with immediate; the server checks
+ * the messages, the immediates and the bytes of both pages.
  *
  * drain (one host): an RC QP in INIT with work requests posted is drained
  * with ib_drain_qp(): every request must complete with WR_FLUSH_ERR and
@@ -34,6 +39,7 @@
  */
 
 #include <linux/completion.h>
+#include <linux/delay.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
@@ -61,13 +67,14 @@ module_param(dead, bool, 0444);
 MODULE_PARM_DESC(dead, "drain: wait for the device to die before draining");
 static int port = 7470;
 module_param(port, int, 0444);
-MODULE_PARM_DESC(port, "RDMA CM port for RC; port + 1 for UD");
+MODULE_PARM_DESC(port, "RDMA CM port for RC; port + 1 for UD, port + 2 for UC");
 
 #define KT_TIMEOUT		(10 * HZ)
 #define KT_RECVS		4
 #define KT_MSG_SIZE		512
 #define KT_RBUF_SIZE		8192	/* the fast-registered region */
 #define KT_IMM			0x12345678
+#define KT_UC_IMM		0x2468ace0	/* UC RDMA WRITE with immediate */
 #define KT_ADD			5
 #define KT_SWAP			0xdeadbeefcafef00dULL
 #define KT_EVENTS		8
@@ -97,6 +104,7 @@ struct kt_cq {
 struct kt {
 	bool server;
 	bool ud;
+	bool uc;
 	int failures;
 
 	spinlock_t ev_lock;		/* the event ring */
@@ -134,13 +142,22 @@ struct kt {
 #define KT_SEND_OFF		(KT_RECVS * KT_MSG_SIZE)
 #define KT_MSGS_SIZE		((KT_RECVS + 2) * KT_MSG_SIZE)
 
+static const char *kt_name(const struct kt *kt)
+{
+	return kt->ud ? "UD" : kt->uc ? "UC" : "RC";
+}
+
+static enum ib_qp_type kt_qp_type(const struct kt *kt)
+{
+	return kt->ud ? IB_QPT_UD : kt->uc ? IB_QPT_UC : IB_QPT_RC;
+}
+
 static void kt_check(struct kt *kt, bool cond, const char *name)
 {
 	if (cond) {
-		pr_info("qhca_ktest: ok - %s %s\n", kt->ud ? "UD" : "RC", name);
+		pr_info("qhca_ktest: ok - %s %s\n", kt_name(kt), name);
 	} else {
-		pr_err("qhca_ktest: not ok - %s %s\n", kt->ud ? "UD" : "RC",
-		       name);
+		pr_err("qhca_ktest: not ok - %s %s\n", kt_name(kt), name);
 		kt->failures++;
 	}
 }
@@ -407,7 +424,7 @@ static int kt_alloc(struct kt *kt, struct rdma_cm_id *id)
 	}
 
 	/* The server receives RC messages through an SRQ */
-	if (kt->server && !kt->ud) {
+	if (kt->server && kt_qp_type(kt) == IB_QPT_RC) {
 		struct ib_srq_init_attr srq_attr = {
 			.event_handler = kt_srq_event,
 			.srq_context = kt,
@@ -426,7 +443,7 @@ static int kt_alloc(struct kt *kt, struct rdma_cm_id *id)
 	qp_attr.send_cq = kt->scq.cq;
 	qp_attr.recv_cq = kt->rcq.cq;
 	qp_attr.srq = kt->srq;
-	qp_attr.qp_type = kt->ud ? IB_QPT_UD : IB_QPT_RC;
+	qp_attr.qp_type = kt_qp_type(kt);
 	qp_attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	qp_attr.cap.max_send_wr = 16;
 	qp_attr.cap.max_recv_wr = kt->srq ? 0 : KT_RECVS;
@@ -531,7 +548,7 @@ static int kt_server_accept(struct kt *kt, int p)
 
 	kt->listen_id = rdma_create_id(&init_net, kt_cm_handler, kt,
 				       kt->ud ? RDMA_PS_UDP : RDMA_PS_TCP,
-				       kt->ud ? IB_QPT_UD : IB_QPT_RC);
+				       kt_qp_type(kt));
 	if (IS_ERR(kt->listen_id)) {
 		ret = PTR_ERR(kt->listen_id);
 		kt->listen_id = NULL;
@@ -543,8 +560,8 @@ static int kt_server_accept(struct kt *kt, int p)
 		ret = rdma_listen(kt->listen_id, 1);
 	if (ret)
 		return ret;
-	pr_info("qhca_ktest: %s server listening on port %d\n",
-		kt->ud ? "UD" : "RC", p);
+	pr_info("qhca_ktest: %s server listening on port %d\n", kt_name(kt),
+		p);
 
 	ret = kt_wait_cm(kt, RDMA_CM_EVENT_CONNECT_REQUEST, &ev);
 	if (ret)
@@ -563,8 +580,9 @@ static int kt_server_accept(struct kt *kt, int p)
 	if (kt->srq)
 		kt_srq_arm(kt);
 
-	param.responder_resources = 4;
-	param.initiator_depth = 4;
+	/* UC has no RDMA READ or atomics to take or give resources for */
+	param.responder_resources = kt->uc ? 0 : 4;
+	param.initiator_depth = kt->uc ? 0 : 4;
 	rdma_lock_handler(kt->id);
 	ret = rdma_accept(kt->id, &param);
 	rdma_unlock_handler(kt->id);
@@ -590,7 +608,7 @@ static int kt_client_connect(struct kt *kt, int p)
 	}
 	kt->id = rdma_create_id(&init_net, kt_cm_handler, kt,
 				kt->ud ? RDMA_PS_UDP : RDMA_PS_TCP,
-				kt->ud ? IB_QPT_UD : IB_QPT_RC);
+				kt_qp_type(kt));
 	if (IS_ERR(kt->id)) {
 		ret = PTR_ERR(kt->id);
 		kt->id = NULL;
@@ -609,8 +627,8 @@ static int kt_client_connect(struct kt *kt, int p)
 	if (ret)
 		return ret;
 
-	param.responder_resources = 4;
-	param.initiator_depth = 4;
+	param.responder_resources = kt->uc ? 0 : 4;
+	param.initiator_depth = kt->uc ? 0 : 4;
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
 	ret = rdma_connect(kt->id, &param);
@@ -690,6 +708,28 @@ static int kt_fast_reg(struct kt *kt, u64 wr_id, const char *what)
 	return 0;
 }
 
+/* The region the client will use, registered by a work request */
+static int kt_region(struct kt *kt, u64 wr_id)
+{
+	int ret;
+
+	sg_init_one(&kt->rsg, kt->rbuf, KT_RBUF_SIZE);
+	if (ib_dma_map_sg(kt->dev, &kt->rsg, 1, DMA_BIDIRECTIONAL) != 1)
+		return -ENOMEM;
+	kt->rsg_mapped = true;
+	kt->mr = ib_alloc_mr(kt->pd, IB_MR_TYPE_MEM_REG,
+			     KT_RBUF_SIZE / PAGE_SIZE);
+	if (IS_ERR(kt->mr)) {
+		ret = PTR_ERR(kt->mr);
+		kt->mr = NULL;
+		kt_check(kt, false, "ib_alloc_mr");
+		return ret;
+	}
+	if (kt_fast_reg(kt, wr_id, "fast registration (REG_MR)"))
+		return -EIO;
+	return 0;
+}
+
 /* One receive consumed: fewer than the limit are left */
 static void kt_srq_limit_check(struct kt *kt)
 {
@@ -721,21 +761,9 @@ static int kt_rc_server(struct kt *kt)
 	if (ret)
 		return ret;
 
-	/* The region the client will use, registered by a work request */
-	sg_init_one(&kt->rsg, kt->rbuf, KT_RBUF_SIZE);
-	if (ib_dma_map_sg(kt->dev, &kt->rsg, 1, DMA_BIDIRECTIONAL) != 1)
-		return -ENOMEM;
-	kt->rsg_mapped = true;
-	kt->mr = ib_alloc_mr(kt->pd, IB_MR_TYPE_MEM_REG,
-			     KT_RBUF_SIZE / PAGE_SIZE);
-	if (IS_ERR(kt->mr)) {
-		ret = PTR_ERR(kt->mr);
-		kt->mr = NULL;
-		kt_check(kt, false, "ib_alloc_mr");
+	ret = kt_region(kt, 30);
+	if (ret)
 		return ret;
-	}
-	if (kt_fast_reg(kt, 30, "fast registration (REG_MR)"))
-		return -EIO;
 
 	/* 1: the client's greeting, with immediate data, via the SRQ */
 	if (kt_expect(kt, 0, IB_WC_RECV, &wc, "receive through the SRQ"))
@@ -1030,7 +1058,207 @@ static int kt_ud_client(struct kt *kt)
 	return 0;
 }
 
-static int kt_run(bool server, bool ud)
+/* ---- UC ---- */
+
+#define KT_UC_HALF		(KT_RBUF_SIZE / 2)
+
+/* The byte at @i of the client's pattern for the UC region */
+static u8 kt_uc_byte(u32 i)
+{
+	return i < KT_UC_HALF ? (u8)(i * 13 + 5) : (u8)(i * 11 + 1);
+}
+
+/* A signaled send of @len bytes of @data and its completion, checked */
+static int kt_uc_send(struct kt *kt, enum ib_wr_opcode opcode, u64 wr_id,
+		      const void *data, u32 len, u32 imm, const char *what)
+{
+	struct ib_wc wc;
+	int ret;
+
+	ret = kt_send(kt, opcode, wr_id, data, len, 0, imm);
+	if (ret) {
+		pr_err("qhca_ktest: posting %s: %d\n", what, ret);
+		kt_check(kt, false, what);
+		return -EIO;
+	}
+	if (kt_expect(kt, wr_id, IB_WC_SEND, &wc, what))
+		return -EIO;
+	kt_check(kt, true, what);
+	return 0;
+}
+
+static const char kt_uc_msg[] = "uc send";
+static const char kt_uc_msg_imm[] = "uc send with immediate";
+
+static int kt_uc_server(struct kt *kt)
+{
+	struct kt_msg msg = {};
+	struct ib_wc wc;
+	u32 i;
+	u8 *p;
+	int ret;
+
+	ret = kt_server_accept(kt, port + 2);
+	kt_check(kt, !ret, "connection accepted");
+	if (ret)
+		return ret;
+
+	/* The region, fast-registered through the UC QP */
+	ret = kt_region(kt, 50);
+	if (ret)
+		return ret;
+	msg.addr = cpu_to_le64(kt->mr->iova);
+	msg.rkey = cpu_to_le32(kt->mr->rkey);
+	msg.len = cpu_to_le32(KT_RBUF_SIZE);
+	strscpy(msg.text, "uc region", sizeof(msg.text));
+	if (kt_uc_send(kt, IB_WR_SEND, 51, &msg, sizeof(msg), 0,
+		       "SEND of the region"))
+		return -EIO;
+
+	/* The client's two SENDs: the receive queue's first WQEs, in order */
+	if (kt_expect(kt, 0, IB_WC_RECV, &wc, "SEND received"))
+		return -EIO;
+	p = kt_received(kt, &wc);
+	kt_check(kt, !(wc.wc_flags & IB_WC_WITH_IMM) &&
+		 wc.byte_len == sizeof(kt_uc_msg) &&
+		 !memcmp(p, kt_uc_msg, sizeof(kt_uc_msg)),
+		 "SEND data received");
+	kt_post_recv(kt, wc.wr_id);
+	if (kt_expect(kt, 1, IB_WC_RECV, &wc, "SEND_WITH_IMM received"))
+		return -EIO;
+	p = kt_received(kt, &wc);
+	kt_check(kt, (wc.wc_flags & IB_WC_WITH_IMM) &&
+		 be32_to_cpu(wc.ex.imm_data) == KT_IMM &&
+		 wc.byte_len == sizeof(kt_uc_msg_imm) &&
+		 !memcmp(p, kt_uc_msg_imm, sizeof(kt_uc_msg_imm)),
+		 "SEND_WITH_IMM data and immediate received");
+	kt_post_recv(kt, wc.wr_id);
+
+	/* The WRITE with immediate (the second page) takes a receive */
+	if (kt_expect(kt, 2, IB_WC_RECV_RDMA_WITH_IMM, &wc,
+		      "RDMA WRITE_WITH_IMM received"))
+		return -EIO;
+	kt_check(kt, (wc.wc_flags & IB_WC_WITH_IMM) &&
+		 be32_to_cpu(wc.ex.imm_data) == KT_UC_IMM &&
+		 wc.byte_len == KT_UC_HALF,
+		 "RDMA WRITE_WITH_IMM immediate and length");
+	kt_post_recv(kt, wc.wr_id);
+
+	ib_dma_sync_single_for_cpu(kt->dev, sg_dma_address(&kt->rsg),
+				   KT_RBUF_SIZE, DMA_BIDIRECTIONAL);
+	for (i = 0; i < KT_UC_HALF; i++)
+		if (kt->rbuf[i] != kt_uc_byte(i))
+			break;
+	kt_check(kt, i == KT_UC_HALF, "RDMA WRITE data in our memory");
+	for (i = KT_UC_HALF; i < KT_RBUF_SIZE; i++)
+		if (kt->rbuf[i] != kt_uc_byte(i))
+			break;
+	kt_check(kt, i == KT_RBUF_SIZE,
+		 "RDMA WRITE_WITH_IMM data in our memory");
+
+	if (kt_uc_send(kt, IB_WR_SEND, 52, "bye", 4, 0, "send bye"))
+		return -EIO;
+	ret = kt_wait_cm(kt, RDMA_CM_EVENT_DISCONNECTED, NULL);
+	kt_check(kt, !ret, "disconnected by the client");
+	return 0;
+}
+
+/* An RDMA WRITE (with @imm unless 0) of the region's bytes [@off, +@len) */
+static int kt_uc_write(struct kt *kt, u64 wr_id, u64 raddr, u32 rkey,
+		       u32 off, u32 len, u32 imm, const char *what)
+{
+	struct ib_sge sge = {
+		.addr = kt->rbuf_dma + off,
+		.length = len,
+		.lkey = kt->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr rw = {
+		.wr = {
+			.wr_id = wr_id,
+			.opcode = imm ? IB_WR_RDMA_WRITE_WITH_IMM :
+					IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.ex.imm_data = cpu_to_be32(imm),
+		},
+		.remote_addr = raddr + off,
+		.rkey = rkey,
+	};
+	struct ib_wc wc;
+
+	if (kt_post_one(kt, &rw.wr, what) ||
+	    kt_expect(kt, wr_id, IB_WC_RDMA_WRITE, &wc, what))
+		return -EIO;
+	kt_check(kt, true, what);
+	return 0;
+}
+
+static int kt_uc_client(struct kt *kt)
+{
+	struct kt_msg msg;
+	struct ib_wc wc;
+	u64 raddr;
+	u32 rkey, i;
+	u8 *p;
+	int ret;
+
+	/* The server, done with UD, is listening again by then */
+	msleep(1000);
+	ret = kt_client_connect(kt, port + 2);
+	kt_check(kt, !ret, "connection established");
+	if (ret)
+		return ret;
+
+	kt->rbuf_dma = ib_dma_map_single(kt->dev, kt->rbuf, KT_RBUF_SIZE,
+					 DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(kt->dev, kt->rbuf_dma)) {
+		kt->rbuf_dma = 0;
+		return -ENOMEM;
+	}
+
+	if (kt_expect(kt, 0, IB_WC_RECV, &wc, "receive the region"))
+		return -EIO;
+	p = kt_received(kt, &wc);
+	memcpy(&msg, p, sizeof(msg));
+	kt_check(kt, wc.byte_len == sizeof(msg) &&
+		 !strcmp(msg.text, "uc region") &&
+		 le32_to_cpu(msg.len) == KT_RBUF_SIZE, "region received");
+	kt_post_recv(kt, wc.wr_id);
+	raddr = le64_to_cpu(msg.addr);
+	rkey = le32_to_cpu(msg.rkey);
+
+	if (kt_uc_send(kt, IB_WR_SEND, 60, kt_uc_msg, sizeof(kt_uc_msg), 0,
+		       "SEND") ||
+	    kt_uc_send(kt, IB_WR_SEND_WITH_IMM, 61, kt_uc_msg_imm,
+		       sizeof(kt_uc_msg_imm), KT_IMM, "SEND_WITH_IMM"))
+		return -EIO;
+
+	/* A pattern per page: WRITE the first, WRITE_WITH_IMM the second */
+	for (i = 0; i < KT_RBUF_SIZE; i++)
+		kt->rbuf[i] = kt_uc_byte(i);
+	ib_dma_sync_single_for_device(kt->dev, kt->rbuf_dma, KT_RBUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (kt_uc_write(kt, 62, raddr, rkey, 0, KT_UC_HALF, 0,
+			"RDMA WRITE") ||
+	    kt_uc_write(kt, 63, raddr, rkey, KT_UC_HALF, KT_UC_HALF,
+			KT_UC_IMM, "RDMA WRITE_WITH_IMM"))
+		return -EIO;
+
+	/* The server has checked everything when it says bye */
+	if (kt_expect(kt, 1, IB_WC_RECV, &wc, "receive bye"))
+		return -EIO;
+	p = kt_received(kt, &wc);
+	kt_check(kt, !strcmp(p, "bye"), "last message");
+
+	ret = rdma_disconnect(kt->id);
+	if (!ret)
+		ret = kt_wait_cm(kt, RDMA_CM_EVENT_DISCONNECTED, NULL);
+	kt_check(kt, !ret, "disconnect");
+	return 0;
+}
+
+static int kt_run(bool server, enum ib_qp_type type)
 {
 	struct kt *kt;
 	int ret;
@@ -1039,16 +1267,19 @@ static int kt_run(bool server, bool ud)
 	if (!kt)
 		return -ENOMEM;
 	kt->server = server;
-	kt->ud = ud;
+	kt->ud = type == IB_QPT_UD;
+	kt->uc = type == IB_QPT_UC;
 	spin_lock_init(&kt->ev_lock);
 	init_waitqueue_head(&kt->ev_wait);
 
-	if (ud)
+	if (kt->ud)
 		ret = server ? kt_ud_server(kt) : kt_ud_client(kt);
+	else if (kt->uc)
+		ret = server ? kt_uc_server(kt) : kt_uc_client(kt);
 	else
 		ret = server ? kt_rc_server(kt) : kt_rc_client(kt);
 	if (ret)
-		pr_err("qhca_ktest: %s %s stopped: %d\n", ud ? "UD" : "RC",
+		pr_err("qhca_ktest: %s %s stopped: %d\n", kt_name(kt),
 		       server ? "server" : "client", ret);
 	kt_free(kt);
 	while (kt->ev_tail != kt->ev_head) {
@@ -1237,9 +1468,11 @@ static int __init qhca_ktest_init(void)
 
 	if (!server && strcmp(role, "client"))
 		return -EINVAL;
-	ret = kt_run(server, false);
+	ret = kt_run(server, IB_QPT_RC);
 	if (!ret)
-		ret = kt_run(server, true);
+		ret = kt_run(server, IB_QPT_UD);
+	if (!ret)
+		ret = kt_run(server, IB_QPT_UC);
 	pr_info("qhca_ktest: %s %s\n", role, ret ? "FAILED" : "passed");
 	return ret ? -EIO : 0;
 }
