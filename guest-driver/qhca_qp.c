@@ -817,8 +817,12 @@ static int qhca_build_send_wqe(struct qhca_dev *dev, struct qhca_qp *qp,
 	if (op->flags & QHCA_WQE_OPF_LOCAL)
 		return 0;
 
-	/* UD and GSI sends name their destination */
-	if (qp->hw_type != QHCA_QPT_RC) {
+	/*
+	 * Datagram sends (UD and GSI) name their destination; a connected
+	 * QP's (RC and UC) is the QP's own, and its rdma fields are the
+	 * table's above
+	 */
+	if (qp->hw_type == QHCA_QPT_UD || qp->hw_type == QHCA_QPT_GSI) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 
 		if (!ud->ah)
