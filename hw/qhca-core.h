@@ -29,5 +29,12 @@ bool qhca_core_can_receive(QhcaCore *c);
 void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_core_link_changed(QhcaCore *c);
+/*
+ * The device's saved state (qhca-save.c): appended to @out; loaded into a
+ * core that is not busy, which is reset first and again if the stream is
+ * refused (false, and the reason in *@why unless NULL: g_free() it)
+ */
+void qhca_core_save(const QhcaCore *c, GByteArray *out);
+bool qhca_core_load(QhcaCore *c, const uint8_t *buf, size_t len, char **why);
 
 #endif

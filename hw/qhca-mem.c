@@ -135,6 +135,40 @@ dma_error:
     return QHCA_CMD_ERR_DMA;
 }
 
+/*
+ * A page list from the device's saved state (qhca-save.c), checked as
+ * qhca_pages_load() checks one from the guest; @addr becomes @p's
+ * (freed on failure)
+ */
+bool qhca_pages_restore(QhcaCore *c, QhcaPages *p, uint8_t shift,
+                        uint32_t n, uint64_t *addr, uint64_t min_bytes,
+                        bool queue)
+{
+    uint32_t i;
+
+    if (shift < QHCA_PAGE_SHIFT || shift > 30 ||
+        (queue && shift != QHCA_PAGE_SHIFT) ||
+        n == 0 || n > QHCA_PBL_ENTRIES * QHCA_PBL_ENTRIES ||
+        ((uint64_t)n << shift) < min_bytes) {
+        g_free(addr);
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        if (addr[i] & ((1ULL << shift) - 1)) {
+            g_free(addr);
+            return false;
+        }
+    }
+    if (!qhca_budget_charge(c, n)) {
+        g_free(addr);
+        return false;
+    }
+    p->addr = addr;
+    p->count = n;
+    p->shift = shift;
+    return true;
+}
+
 bool qhca_ring_entry_addr(const QhcaRing *r, uint32_t idx, uint64_t *addr)
 {
     uint64_t off = (uint64_t)(idx & ((1u << r->log_depth) - 1))

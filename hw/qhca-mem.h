@@ -20,6 +20,9 @@ void qhca_budget_release(QhcaCore *c, uint32_t units);
 int qhca_pages_load(QhcaCore *c, const struct qhca_pbl_desc *d,
                     uint64_t min_bytes, bool queue, QhcaPages *p);
 void qhca_pages_free(QhcaCore *c, QhcaPages *p);
+bool qhca_pages_restore(QhcaCore *c, QhcaPages *p, uint8_t shift,
+                        uint32_t n, uint64_t *addr, uint64_t min_bytes,
+                        bool queue);
 
 int qhca_ring_init(QhcaCore *c, QhcaRing *r, const struct qhca_pbl_desc *d,
                    uint32_t log_depth, uint32_t log_stride);

@@ -229,6 +229,17 @@ static void core_timer_update(QhcaCore *c)
 }
 
 /*
+ * The device's state was loaded (qhca_core_load()): the timer from the
+ * QPs' deadlines, and a run for what they have to do
+ */
+void qhca_qp_engine_loaded(QhcaCore *c)
+{
+    c->timer_deadline = -2;     /* differs from every deadline: re-armed */
+    core_timer_update(c);
+    qp_schedule(c);
+}
+
+/*
  * When to send again what is not acknowledged: after the round trip the QP
  * measured (srtt + 4 * rttvar) if it measured one, never before
  * QHCA_RTO_MIN_NS and never after the QP's own timeout

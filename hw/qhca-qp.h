@@ -14,6 +14,7 @@
 
 #include "qhca-cq.h"
 #include "qhca-mr.h"
+#include "qhca-stream.h"
 
 uint32_t qhca_qp_engine_units(uint32_t sq_log_depth);
 void qhca_qp_engine_create(QhcaCore *c, QhcaQp *qp);
@@ -29,6 +30,12 @@ void qhca_qp_engine_timer(QhcaCore *c);
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 /* @gid (16 bytes, IPv4-mapped for IPv4) is one of the device's valid GIDs */
 bool qhca_qp_own_gid(QhcaCore *c, const uint8_t *gid);
+/* Its state in the device's saved state (qhca-qp-save.c) */
+void qhca_qp_engine_save(const QhcaQp *qp, QhcaStreamW *w);
+void qhca_qp_engine_save_cc(const QhcaQp *qp, QhcaStreamW *w);
+bool qhca_qp_engine_load(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r);
+bool qhca_qp_engine_load_cc(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r);
+void qhca_qp_engine_loaded(QhcaCore *c);
 void qhca_srq_check_limit(QhcaCore *c, uint32_t srqn, QhcaSrq *srq);
 
 /*

@@ -140,6 +140,11 @@ uint64_t qhca_core_stat(const QhcaCore *c, unsigned i)
     return *(const uint64_t *)((const char *)c + qhca_stat_field[i]);
 }
 
+void qhca_core_set_stat(QhcaCore *c, unsigned i, uint64_t v)
+{
+    *(uint64_t *)((char *)c + qhca_stat_field[i]) = v;
+}
+
 
 void qhca_fatal(QhcaCore *c, uint32_t code)
 {

@@ -395,5 +395,6 @@ bool qhca_core_mcast_mac(QhcaCore *c, const uint8_t *mac);
 bool qhca_mcg_remove(QhcaMcg *g, uint32_t qpn);
 /* Counter @i of enum qhca_stat */
 uint64_t qhca_core_stat(const QhcaCore *c, unsigned i);
+void qhca_core_set_stat(QhcaCore *c, unsigned i, uint64_t v);
 
 #endif
