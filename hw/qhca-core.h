@@ -35,6 +35,8 @@ void qhca_core_link_changed(QhcaCore *c);
  * refused (false, and the reason in *@why unless NULL: g_free() it)
  */
 void qhca_core_save(const QhcaCore *c, GByteArray *out);
+/* More than a device's state can be (its tables full, the budget used) */
+#define QHCA_SAVE_MAX           (64u << 20)
 bool qhca_core_load(QhcaCore *c, const uint8_t *buf, size_t len, char **why);
 
 #endif

@@ -1003,7 +1003,10 @@ bool qhca_core_load(QhcaCore *c, const uint8_t *buf, size_t len,
 
     assert(!qhca_core_busy(c));
     qhca_core_reset(c);
-    if (!load_stream(c, &r)) {
+    if (len > QHCA_SAVE_MAX) {
+        qhca_r_fail(&r, "%zu bytes, more than a device's state can be", len);
+    }
+    if (failed || !load_stream(c, &r)) {
         if (!failed) {
             qhca_r_fail(&r, "stream ends early");
         }

@@ -18,6 +18,8 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "system/runstate.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msi.h"
@@ -46,6 +48,16 @@ struct QhcaState {
 
     uint32_t window_kib;
     uint32_t drop_ppm;
+
+    /*
+     * Migration: the device logic's saved state (qhca_core_save()), from
+     * pre_save to post_save and from the stream to post_load
+     */
+    uint8_t *mig_buf;
+    uint32_t mig_len;
+    VMChangeStateEntry *vm_change;
+    bool bh_held;               /* the bottom half ran while the VM was */
+                                /* stopped: it runs again once it runs */
 
     QhcaCore core;
 };
@@ -200,11 +212,32 @@ static const QhcaCoreOps qhca_core_ops = {
     .rx_resume = qhca_rx_resume,
 };
 
+/*
+ * The device does nothing while the VM is stopped: what it would send or
+ * write then would go beside a saved state already taken (a migration's
+ * source after the switch-over, a destination before it runs, a snapshot).
+ * The net layer holds received frames meanwhile and the virtual clock, and
+ * with it the timer, stands still.
+ */
 static void qhca_bh(void *opaque)
 {
     QhcaState *s = opaque;
 
+    if (!runstate_is_running()) {
+        s->bh_held = true;
+        return;
+    }
     qhca_core_run(&s->core);
+}
+
+static void qhca_vm_change(void *opaque, bool running, RunState state)
+{
+    QhcaState *s = opaque;
+
+    if (running && s->bh_held) {
+        s->bh_held = false;
+        qemu_bh_schedule(s->bh);
+    }
 }
 
 /* Not re-entrancy guarded: qhca_core_timer() only schedules the bottom half */
@@ -368,11 +401,14 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     s->core.window_bytes = s->window_kib * 1024;
     s->core.drop_ppm = s->drop_ppm;
     s->core.drop_rng = s->conf.macaddr.a[5] + 1;
+    s->vm_change = qemu_add_vm_change_state_handler(qhca_vm_change, s);
 }
 
 /* What unrealize frees of the device logic and its timer, BH and NIC */
 static void qhca_free_engine(QhcaState *s)
 {
+    g_free(s->mig_buf);
+    s->mig_buf = NULL;
     qhca_core_cleanup(&s->core);
     timer_free(s->timer);
     qemu_bh_delete(s->bh);
@@ -409,6 +445,7 @@ static void qhca_exit(PCIDevice *pdev)
     } else {
         qhca_free_engine(s);
     }
+    qemu_del_vm_change_state_handler(s->vm_change);
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -430,9 +467,94 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("drop-ppm", QhcaState, drop_ppm, 0),
 };
 
+/*
+ * Migration and snapshots: PCI config space and MSI-X as QEMU saves them,
+ * and the device logic's state as one buffer, a versioned stream of
+ * records of its own (hw/qhca-save.c, docs/hardware.md "Saved state") that
+ * the host harness and the fuzzer load too.  Its post_load checks
+ * everything in it as guest input: a bad stream fails the migration.
+ */
+static int qhca_pre_save(void *opaque)
+{
+    QhcaState *s = opaque;
+    GByteArray *b = g_byte_array_new();
+
+    qhca_core_save(&s->core, b);
+    g_free(s->mig_buf);
+    s->mig_len = b->len;
+    s->mig_buf = g_byte_array_free(b, false);
+    return 0;
+}
+
+static int qhca_post_save(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    g_free(s->mig_buf);
+    s->mig_buf = NULL;
+    s->mig_len = 0;
+    return 0;
+}
+
+static int qhca_pre_load(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    g_free(s->mig_buf);
+    s->mig_buf = NULL;
+    return 0;
+}
+
+/* Before the buffer is allocated: never for more than a device can hold */
+static bool qhca_mig_len_ok(void *opaque, int version_id)
+{
+    QhcaState *s = opaque;
+
+    if (s->mig_len > QHCA_SAVE_MAX) {
+        error_report("qhca: incoming device state of %u bytes, more than "
+                     "the %u a device can have", s->mig_len, QHCA_SAVE_MAX);
+        return false;
+    }
+    return true;
+}
+
+static int qhca_post_load(void *opaque, int version_id)
+{
+    QhcaState *s = opaque;
+    g_autofree char *why = NULL;
+    bool ok;
+
+    if (qhca_core_busy(&s->core)) {
+        return -EBUSY;          /* not reached: loads run outside the device */
+    }
+    ok = qhca_core_load(&s->core, s->mig_buf, s->mig_len, &why);
+    g_free(s->mig_buf);
+    s->mig_buf = NULL;
+    s->mig_len = 0;
+    if (!ok) {
+        error_report("qhca %s: incoming device state refused: %s",
+                     DEVICE(s)->id ? DEVICE(s)->id : "", why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static const VMStateDescription qhca_vmstate = {
     .name = TYPE_QHCA,
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = qhca_pre_save,
+    .post_save = qhca_post_save,
+    .pre_load = qhca_pre_load,
+    .post_load = qhca_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, QhcaState),
+        VMSTATE_MSIX(parent_obj, QhcaState),
+        VMSTATE_UINT32(mig_len, QhcaState),
+        VMSTATE_VALIDATE("qhca device state size", qhca_mig_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(mig_buf, QhcaState, 0, NULL, mig_len),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void qhca_class_init(ObjectClass *klass, void *data)
