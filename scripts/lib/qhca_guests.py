@@ -228,6 +228,15 @@ class GuestRun:
     timeout      limit of the run script (guest side, rc 124), and the
                  guests are stopped at ready + timeout + 150 s
     nice         run QEMU under nice(1), below builds and other work
+    bridges      Linux bridges in a network namespace even for two guests
+                 (what live migration needs: see migrate())
+    learning     the bridges learn MACs (ageing_time 300 s) instead of
+                 flooding like hubs
+    migratable   guests that may be migrated: each gets a second tap on
+                 each bridge for the QEMU it moves to
+    migrate_plan [(guest, count, start_s, gap_s)]: migrations the host
+                 does by itself, the first START_S after every guest is
+                 ready (guests can ask for more: _migrate_request())
     """
 
     # pylint: disable=too-many-instance-attributes,too-many-arguments
@@ -235,7 +244,8 @@ class GuestRun:
                  add=(), directory=None, timeout=600, ready_timeout=None,
                  accel="auto", append="", mem=1024, image=IMAGE,
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
-                 mtu=None, wire=None, nice=False, kvm_probe=None):
+                 mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
+                 learning=False, migratable=(), migrate_plan=()):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -269,8 +279,25 @@ class GuestRun:
             raise ValueError("mtu must be 576..65535")
         if self.wire not in ("udp", "unix"):
             raise ValueError("wire must be udp or unix")
+        self.learning = learning
+        self.migratable = set(migratable)
+        if (self.migratable or migrate_plan) and not bridges and not (
+                n >= 3 or self.one_segment):
+            raise ValueError(
+                "live migration needs the bridge topology (bridges=True, "
+                "scripts/launch --bridges): on the two-guest UDP wire each guest's "
+                "QEMU binds its own UDP ports, which the QEMU it moves to cannot "
+                "bind while the first one runs")
+        # migrations asked for by a guest (QHCA-MIGRATE lines) and done
+        self._migrate_plan = []
+        self._host_plan = list(migrate_plan)
+        for g, _, _, _ in self._host_plan:
+            self.migratable.add(g)
+        self.migrations = []
+        self.accel_running = None
+        self._alt = {}
         self.netns = None
-        if n >= 3 or (n >= 2 and self.one_segment):
+        if n >= 3 or (n >= 2 and (self.one_segment or bridges)):
             self.netns = f"qhca-{os.getpid()}"
         self.ports = []
         self.vms = {}
@@ -293,13 +320,14 @@ class GuestRun:
     def has_qhca(self, i):
         return not self.no_qhca and i not in self.rxe
 
-    def _netdev(self, net, i):
+    def _netdev(self, net, i, alt=False):
         nid = f"{net}net"
         if self.n == 1:
             hub = 1 if net == "ip" or self.one_segment else 2
             return f"hubport,id={nid},hubid={hub}"
         if self.netns:
-            return f"tap,id={nid},ifname=q{i}{net},script=no,downscript=no"
+            tap = f"q{i}{net}" + ("m" if alt else "")
+            return f"tap,id={nid},ifname={tap},script=no,downscript=no"
         if self.wire == "unix":
             return (f"dgram,id={nid},local.type=unix,"
                     f"local.path={self.sockdir}/{net}{i},remote.type=unix,"
@@ -332,15 +360,18 @@ class GuestRun:
         for net in ("ip", "rdma"):
             br = "br-ip" if net == "ip" or self.one_segment else "br-rdma"
             if self._ip(*nsip, "link", "show", br, check=False).returncode != 0:
-                self._ip(*nsip, "link", "add", br, "type", "bridge", "ageing_time", "0",
+                # ageing_time 0: no learning, every frame floods as in a
+                # hub; 30000 (centiseconds) is Linux's default
+                ageing = "30000" if self.learning else "0"
+                self._ip(*nsip, "link", "add", br, "type", "bridge", "ageing_time", ageing,
                          "stp_state", "0")
                 self._ip(*nsip, "link", "set", br, "mtu", "9000", "up")
             for i in range(1, self.n + 1):
                 if net == "rdma" and not self.has_qhca(i):
                     continue
-                tap = f"q{i}{net}"
-                self._ip(*nsip, "tuntap", "add", "dev", tap, "mode", "tap")
-                self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
+                for tap in [f"q{i}{net}"] + ([f"q{i}{net}m"] if i in self.migratable else []):
+                    self._ip(*nsip, "tuntap", "add", "dev", tap, "mode", "tap")
+                    self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
 
     def _stop_networks(self):
         if self.sockdir:
@@ -351,9 +382,12 @@ class GuestRun:
             self._netns_made = False
 
     # -- one guest --
-    def qemu_args(self, i, accel, serial=None):
+    def qemu_args(self, i, accel, serial=None, alt=False, gen=0):
         """QEMU's arguments for guest I (without QEMUMachine's own); the
-        serial console goes to guestI.log unless SERIAL says otherwise."""
+        serial console goes to guestI.log unless SERIAL says otherwise
+        (appended to: the QEMU a guest migrates to goes on in the same
+        file); ALT: the second taps, GEN: the migration it is made for
+        (migrate(): a capture goes to CAPTURE.GEN)."""
         cpu = os.environ.get("QHCA_KVM_CPU", "host") if accel == "kvm" else "Westmere"
         peers = ",".join(guest_ip(j) for j in range(1, self.n + 1) if j != i)
         # no_timer_check: the kernel's check that the IO-APIC timer ticks
@@ -375,17 +409,23 @@ class GuestRun:
                 "-m", str(self.mem), "-smp", "1", "-nodefaults", "-no-reboot",
                 "-kernel", KERNEL, "-initrd", os.path.join(self.dir, f"guest{i}.initrd"),
                 "-append", append,
-                "-netdev", self._netdev("ip", i),
+                "-netdev", self._netdev("ip", i, alt),
                 "-device", f"virtio-net-pci,netdev=ipnet,mac={mac(i)},romfile=,"
                            f"host_mtu={self.mtu}"]
         if self.has_qhca(i):
-            args += ["-netdev", self._netdev("rdma", i),
+            args += ["-netdev", self._netdev("rdma", i, alt),
                      "-device", f"qhca,netdev=rdmanet,mac={mac(i)}"]
         if self.capture and i == 1:
             nd = "rdmanet" if self.has_qhca(1) else "ipnet"
-            args += ["-object", f"filter-dump,id=capture,netdev={nd},file={self.capture}"]
+            cap = self.capture + (f".{gen}" if gen else "")
+            args += ["-object", f"filter-dump,id=capture,netdev={nd},file={cap}"]
         args += self.qemu_extra
-        args += ["-serial", serial or f"file:{os.path.join(self.dir, f'guest{i}.log')}"]
+        if serial:
+            args += ["-serial", serial]
+        else:
+            path = os.path.join(self.dir, f"guest{i}.log")
+            args += ["-chardev", f"file,id=console,path={path},append=on",
+                     "-serial", "chardev:console"]
         return args
 
     def _write_initrd(self, i):
@@ -478,11 +518,143 @@ class GuestRun:
                       "QHCA-POWEROFF"):
                 if line.startswith(m):
                     self._marks[i].add(m)
+            self._migrate_request(i, line)
             if on_line:
                 on_line(i, line)
 
     def marker(self, i, m):
         return m in self._marks.get(i, ())
+
+    # -- live migration --
+    def _migrate_request(self, i, line):
+        """A guest's run script asks for migrations with a console line
+        "QHCA-MIGRATE guest=G count=N gap=S": guest G is migrated N times,
+        to a new QEMU each time, the first S seconds after the line and
+        each next S seconds after the one before ended."""
+        m = re.match(r"QHCA-MIGRATE guest=(\d+) count=(\d+) gap=(\d+(?:\.\d+)?)", line)
+        if not m:
+            return
+        g, count, gap = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        if g not in self.migratable or not 1 <= count <= 50:
+            log(f"guest{i} asked to migrate guest{g} {count} times: not migratable here")
+            self.migrations.append({"guest": g, "status": "refused",
+                                    "error": "not migratable in this run"})
+            self._write_migrations()
+            return
+        self._migrate_plan.append({"guest": g, "left": count, "gap": gap,
+                                   "due": self.elapsed() + gap})
+
+    def _migrate_due(self):
+        """Do the next migration asked for, if its time has come."""
+        for plan in self._migrate_plan:
+            if plan["left"] and self.elapsed() >= plan["due"]:
+                g = plan["guest"]
+                if g in self.exited or not self.vms[g].is_running():
+                    plan["left"] = 0
+                    continue
+                self.migrate(g)
+                plan["left"] -= 1
+                plan["due"] = self.elapsed() + plan["gap"]
+                return
+
+    def _write_migrations(self):
+        with open(os.path.join(self.dir, "migrations"), "w", encoding="utf-8") as f:
+            for r in self.migrations:
+                f.write(" ".join(f"{k}={v}" for k, v in r.items()) + "\n")
+
+    def _fdb_learnt(self, i, alt, wait_s=2.0):
+        """Milliseconds after the switch-over until both learning bridges
+        had guest I's MAC on its new taps (-1: not within WAIT_S)."""
+        t0 = time.monotonic()
+        taps = [f"q{i}{net}" + ("m" if alt else "") for net in ("ip", "rdma")
+                if net == "ip" or self.has_qhca(i)]
+        while time.monotonic() - t0 < wait_s:
+            r = subprocess.run(["bridge", "-n", self.netns, "fdb", "show"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, check=False)
+            have = {l.split()[2] for l in r.stdout.splitlines()
+                    if l.startswith(mac(i) + " dev ") and "permanent" not in l}
+            if all(t in have for t in taps):
+                return round((time.monotonic() - t0) * 1000)
+            time.sleep(0.02)
+        return -1
+
+    def migrate(self, i, timeout=180):
+        """Live-migrate guest I to a new QEMU on this host, as a user would
+        with QMP: the new QEMU starts with -incoming defer on the guest's
+        other taps (the bridges learn the port again from the device's
+        and the NIC's announcements after the switch-over), the old one
+        migrates to it over a UNIX socket and is then stopped.  Returns
+        the record kept in self.migrations (and RUNDIR/migrations):
+        status, QEMU's downtime and total time in ms."""
+        src = self.vms[i]
+        k = len(self.migrations) + 1
+        alt = not self._alt.get(i, False)
+        accel = self.accel_running
+        args = self.qemu_args(i, accel, alt=alt, gen=k) + ["-incoming", "defer"]
+        wrapper = ["nice"] if self.nice else []
+        if self.netns:
+            wrapper += ["ip", "netns", "exec", self.netns]
+        rec = {"n": k, "guest": i, "to": "second taps" if alt else "first taps",
+               "at_s": round(self.elapsed(), 1)}
+        sock = os.path.join(self.dir, f"migrate{k}.sock")
+        machine_cls = qemu_machine_class()
+        dst = machine_cls(self.qemu_bin, args=args, wrapper=wrapper,
+                          name=f"guest{i}.m{k}.qemu", log_dir=self.dir,
+                          base_temp_dir=self.dir)
+        t0 = time.monotonic()
+        try:
+            dst.launch()
+            dst.qmp("migrate-incoming", uri=f"unix:{sock}")
+            # as fast as the host can: the default 128 MiB/s stretches the
+            # copy of a guest's memory under TCG for nothing
+            src.qmp("migrate-set-parameters", **{"max-bandwidth": 8 << 30})
+            r = src.qmp("migrate", uri=f"unix:{sock}")
+            if "error" in r:
+                raise RuntimeError(r["error"].get("desc", str(r)))
+            st = {}
+            while time.monotonic() - t0 < timeout:
+                st = src.qmp("query-migrate")["return"]
+                if st.get("status") in ("completed", "failed", "cancelled"):
+                    break
+                time.sleep(0.1)
+            rec["status"] = st.get("status", "timeout")
+            rec["downtime_ms"] = st.get("downtime", "")
+            rec["total_ms"] = st.get("total-time", "")
+            rec["ram_mb"] = round(st.get("ram", {}).get("transferred", 0) / 1e6, 1)
+            if rec["status"] != "completed":
+                rec["error"] = st.get("error-desc", "").replace(" ", "_")
+                raise RuntimeError(f"migration {rec['status']}: {st.get('error-desc', '')}")
+            for _ in range(100):
+                if dst.qmp("query-status")["return"].get("running"):
+                    break
+                time.sleep(0.1)
+            else:
+                raise RuntimeError("the destination did not run after the migration")
+        except Exception as e:  # pylint: disable=broad-except
+            rec.setdefault("status", "failed")
+            rec.setdefault("error", str(e).replace(" ", "_")[:200])
+            log(f"guest{i}: migration {k} failed: {e}")
+            try:
+                dst.shutdown(hard=True)
+            except Exception:  # pylint: disable=broad-except
+                pass
+            self.migrations.append(rec)
+            self._write_migrations()
+            return rec
+        try:
+            src.shutdown(hard=True)
+        except Exception:  # pylint: disable=broad-except
+            pass
+        if self.learning:
+            rec["fdb_ms"] = self._fdb_learnt(i, alt)
+        self.vms[i] = dst
+        self._alt[i] = alt
+        log(f"guest{i} migrated ({rec['to']}): downtime {rec['downtime_ms']} ms, "
+            f"total {rec['total_ms']} ms")
+        self.migrations.append(rec)
+        self._write_migrations()
+        return rec
 
     def _stop_guests(self):
         for i, vm in self.vms.items():
@@ -500,6 +672,7 @@ class GuestRun:
     def _boot_and_watch(self, accel, on_line, on_tick):
         """Returns 'kvm-failed' if KVM guests did not boot, else None."""
         rt = self.ready_timeout or (20 if accel == "kvm" else 300)
+        self.accel_running = accel
         self.t0 = time.monotonic()
         self.vms, self.ready, self.exited, self.fail = {}, {}, {}, {}
         self._start_networks()
@@ -525,6 +698,7 @@ class GuestRun:
             while True:
                 time.sleep(0.25)
                 t = self.elapsed()
+                self._migrate_due()
                 for i in range(1, self.n + 1):
                     self._read_log(i, on_line)
                     if i not in self.ready and self.marker(i, "QHCA-GUEST-READY"):
@@ -562,6 +736,9 @@ class GuestRun:
                     break
                 if len(self.ready) == self.n and deadline is None:
                     deadline = t + self.timeout + 150
+                    for g, count, start, gap in self._host_plan:
+                        self._migrate_plan.append({"guest": g, "left": count,
+                                                   "gap": gap, "due": t + start})
                     if (accel == "kvm" and self.accel_wanted == "auto"
                             and probe_state(self.kvm_probe) != "ok"):
                         record_probe("ok", f"guests reached the ready marker in {t:.1f}s",
