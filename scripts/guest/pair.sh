@@ -543,6 +543,21 @@ v_place() {
 	return 1
 }
 
+# v_verify: qhca-verify (guest-driver/tools/qhca-verify.c) ended with
+# "verify: all ok" on this side; the client's figures are noted
+v_verify() {
+	_v=$(grep '^verify: ' "$OUT" | tail -n 1)
+	case $_v in
+	"verify: all ok "*) ;;
+	*)
+		grep '^not ok\|^# error' "$OUT" | head -n 8
+		echo "${_v:-no 'verify:' line}"
+		return 1 ;;
+	esac
+	[ "$ROLE" = client ] && pair_note "$_name: ${_v#verify: all ok }"
+	return 0
+}
+
 # v_rping COUNT: the rping client printed COUNT validated pings (-v)
 v_rping() {
 	[ "$ROLE" = server ] && return 0
