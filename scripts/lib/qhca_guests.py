@@ -161,6 +161,19 @@ def qemu_cpu(pid):
 
 # --- guests ---------------------------------------------------------------------
 
+def qemu_img():
+    """qemu-img: the pinned build's if it has one, else Debian's
+    (qemu-utils; the qcow2 format is the same)."""
+    own = os.path.join(os.path.dirname(QEMU_BIN), "qemu-img")
+    if os.access(own, os.X_OK):
+        return own
+    if not shutil.which("qemu-img"):
+        from qhca_apt import apt_install  # pylint: disable=import-outside-toplevel
+        if not apt_install("qemu-utils"):
+            raise RuntimeError("qemu-img: could not install qemu-utils")
+    return shutil.which("qemu-img")
+
+
 def mac(i):
     return f"52:54:00:71:48:{i:02x}"
 

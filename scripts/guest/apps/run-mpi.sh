@@ -50,12 +50,12 @@ ucx_pair() {
 		"$_env ucx_perftest \$SRV -P 0 -p $PERF_PORT -t $3 -s $4 -n $5" v_ucx
 }
 
-mpi_run() {	# mpi_run TLS: mpi-check across both guests over UCX with TLS
+mpi_run() {	# mpi_run TLS [ITERS]: mpi-check (ITERS, default 50) across both guests over UCX with TLS
 	# (/qhca/mpi-env sets UCX's environment on each guest)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SHELL=/bin/sh \
 		mpirun.openmpi --allow-run-as-root --prtemca plm_ssh_agent /qhca/qhca-rsh \
 		-np 2 --host guest1:1,guest2:1 --mca pml ucx --mca btl self --mca osc ucx \
-		/qhca/mpi-env "$1" /usr/lib/qhca/apps/mpi-check 50
+		/qhca/mpi-env "$1" /usr/lib/qhca/apps/mpi-check "${2:-50}"
 }
 
 # the mpirun output: the program's "all checks passed" from rank 0, both
