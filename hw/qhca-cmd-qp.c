@@ -105,16 +105,26 @@ int qhca_cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
     qp->max_inline = max_inline;
     qp->sq_sig_all = p->sq_sig_all;
     qp->attr.qp_state = QHCA_QPS_RESET;
-    c->pd[pdn]->refs++;
-    c->cq[scqn]->refs++;
-    c->cq[rcqn]->refs++;
-    if (srq) {
-        srq->refs++;
-    }
-    qhca_qp_engine_create(c, qp);
-    c->qp[n] = qp;
+    qhca_qp_install(c, qp);
     x->result = n;
     return QHCA_CMD_OK;
+}
+
+/*
+ * A QP whose fields and rings are set up (and its engine's units charged)
+ * goes into the table: it holds its PD, CQs and SRQ, and gets its engine
+ * (CREATE_QP, and a QP loaded from a saved state)
+ */
+void qhca_qp_install(QhcaCore *c, QhcaQp *qp)
+{
+    c->pd[qp->pdn]->refs++;
+    c->cq[qp->send_cqn]->refs++;
+    c->cq[qp->recv_cqn]->refs++;
+    if (qp->srqn != QHCA_NO_SRQ) {
+        c->srq[qp->srqn]->refs++;
+    }
+    qhca_qp_engine_create(c, qp);
+    c->qp[qp->qpn] = qp;
 }
 
 /*

@@ -15,5 +15,7 @@
 void qhca_cmdq_run(QhcaCore *c);
 /* Free every object, dependents first (reset, unrealize) */
 void qhca_free_all(QhcaCore *c);
+/* Put a QP that is set up into the table, with its references and engine */
+void qhca_qp_install(QhcaCore *c, QhcaQp *qp);
 
 #endif

@@ -37,6 +37,7 @@
 #include "qemu/bswap.h"
 #include "qemu/host-utils.h"
 #include "qhca-core.h"
+#include "qhca-cmd.h"
 #include "qhca-qp.h"
 #include "qhca-roce.h"
 #include "trace.h"
@@ -766,14 +767,7 @@ static bool load_qp(QhcaCore *c, QhcaStreamR *r)
         g_free(qp);
         return false;
     }
-    c->pd[pdn]->refs++;
-    c->cq[scqn]->refs++;
-    c->cq[rcqn]->refs++;
-    if (srq) {
-        srq->refs++;
-    }
-    qhca_qp_engine_create(c, qp);
-    c->qp[n] = qp;
+    qhca_qp_install(c, qp);
     return qhca_qp_engine_load(c, qp, r);
 }
 

@@ -61,8 +61,10 @@ else
 	not_ok "snapshot: guest 1 loaded alone: both programs ended with an error, neither hung" \
 		"pair rc $_rc, this side $MY_RC, peer $PEER_RC"
 fi
+# shellcheck disable=SC2086 # the two counters, split
 set -- $c0
 r0=$1 n0=$2
+# shellcheck disable=SC2086
 set -- $c1
 if [ "$1" -gt "$r0" ] || [ "$2" -gt "$n0" ]; then
 	ok "snapshot: guest 1 loaded alone: the device ended its QPs by retry exceeded or the peer's NAK"

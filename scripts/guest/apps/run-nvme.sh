@@ -243,14 +243,21 @@ fio_summary() {	# the figures of the last fio run
 	awk -F";" 'NF > 50 { r += $6; w += $47; wb += $48 } END { printf "written %d MiB (%.1f MB/s), read and verified %d MiB\n", w / 1024, wb * 1.024 / 1000, r / 1024 }' "$1"
 }
 
-run_host() {
+# host_prepare: the host's modules and NQN, and the target's word that it
+# is ready (false, with the check failed, if it is not)
+host_prepare() {
 	modprobe nvme_rdma && modprobe nvme_fabrics
 	mkdir -p /etc/nvme
 	[ -s /etc/nvme/hostnqn ] || nvme gen-hostnqn >/etc/nvme/hostnqn
 	[ -s /etc/nvme/hostid ] || sed 's/.*uuid://' /etc/nvme/hostnqn >/etc/nvme/hostid
 	m=$(apps_wait TARGET-READY 180) || m="TARGET-READY none"
-	if [ "${m#TARGET-READY }" != ok ]; then
-		not_ok "nvme: host: the target is ready" "target says: ${m#TARGET-READY }"
+	[ "${m#TARGET-READY }" = ok ] && return 0
+	not_ok "nvme: host: the target is ready" "target says: ${m#TARGET-READY }"
+	return 1
+}
+
+run_host() {
+	if ! host_prepare; then
 		apps_send SKIP-CUT
 		apps_send SKIP-DIE
 		return
