@@ -149,6 +149,7 @@ static void mig_flush(MigPair *p, int to)
         }
         g_assert_cmpint(n, ==, len);
         g_bytes_unref(g_queue_pop_head(&p->q[to]));
+        p->to[to]++;
     }
 }
 

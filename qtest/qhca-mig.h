@@ -50,6 +50,7 @@ typedef struct MigPair {
     MigNode n[2];               /* A, B */
     GQueue q[2];                /* frames waiting to go to node i */
     unsigned from[2];           /* frames taken from node i */
+    unsigned to[2];             /* frames handed to node i's socket */
     int mig;                    /* the node being migrated, or -1 */
     int budget;                 /* frames it may send or get; -1: any */
     bool cut;                   /* the budget is spent: its link is cut */

@@ -33,14 +33,22 @@ typedef struct Fx {
     End a, b;
 } Fx;
 
-/* A and B in their QEMUs with an RC QP each, connected to each other */
-static void fx_start(Fx *f, const ConnOpts *o)
+/*
+ * A and B in their QEMUs with an RC QP each, connected to each other; B's
+ * receives from an SRQ if @b_srq
+ */
+static void fx_start_ex(Fx *f, const ConnOpts *o, bool b_srq)
 {
     mig_pair_start(&f->p);
     end_create(&f->a, &f->p.n[NODE_A].d, QHCA_QPT_RC, IP_A, mac_a, false);
-    end_create(&f->b, &f->p.n[NODE_B].d, QHCA_QPT_RC, IP_B, mac_b, false);
+    end_create(&f->b, &f->p.n[NODE_B].d, QHCA_QPT_RC, IP_B, mac_b, b_srq);
     rc_connect_one(&f->a, &f->b, o ? o : &rc_default_opts);
     rc_connect_one(&f->b, &f->a, o ? o : &rc_default_opts);
+}
+
+static void fx_start(Fx *f, const ConnOpts *o)
+{
+    fx_start_ex(f, o, false);
 }
 
 /*
@@ -83,20 +91,20 @@ static struct qhca_cqe expect_ok(End *e, uint64_t wr_id, uint8_t opcode,
 }
 
 /*
- * The transfer was under way at the switch-over: node @sender had got
- * fewer than the @data packets it has to send onto the wire (what the
- * relay took from it, acknowledgements counted too, before the migration
- * and from the old QEMU's socket after it)
+ * The transfer was under way at the switch-over: the wire had handed its
+ * receiver fewer frames from node @sender (acknowledgements counted too)
+ * than the @data packets the transfer needs
  */
 static void assert_mid_transfer(Fx *f, int sender, unsigned data)
 {
-    g_assert_cmpuint(f->p.from[sender], >, 0);
-    g_assert_cmpuint(f->p.from[sender], <, data);
+    g_assert_cmpuint(f->p.to[!sender], >, 0);
+    g_assert_cmpuint(f->p.to[!sender], <, data);
 }
 
 /*
  * Migrate node @mig, the wire carrying @budget frames meanwhile: frames
- * to or from it were lost (the transport has something to make up for)
+ * to or from it were lost (the transport has something to make up for),
+ * and its QP is RTS on the new QEMU
  */
 static void migrate_lossy(Fx *f, int mig, int budget)
 {
@@ -104,6 +112,8 @@ static void migrate_lossy(Fx *f, int mig, int budget)
 
     mig_migrate(&f->p, mig, budget);
     g_assert_cmpuint(f->p.lost, >, lost);
+    g_assert_cmpuint(qp_state(mig == NODE_A ? &f->a : &f->b), ==,
+                     QHCA_QPS_RTS);
 }
 
 static const uint32_t access_rw = QHCA_ACCESS_LOCAL_WRITE |
@@ -142,8 +152,6 @@ static void write_migrated(int mig)
     g_assert_false(cqe_ready(&f.a, f.a.cq_ci));
     migrate_lossy(&f, mig, 10);
     assert_mid_transfer(&f, NODE_A, len / 1024);
-    g_assert_cmpuint(qp_state(mig == NODE_A ? &f.a : &f.b), ==,
-                     QHCA_QPS_RTS);
 
     expect_ok(&f.a, 0x1001, QHCA_CQE_OP_RDMA_WRITE, len);
     mr_io(f.b.d, &dst, 0, in, len, false);
@@ -213,12 +221,12 @@ static void test_read_responder(void)
     read_migrated(NODE_B);
 }
 
-#define NMSG        8
+#define NMSG        16
 #define MSG_SLOT    (24 << 10)
 
 static uint32_t msg_len(int k)
 {
-    return 20000 + 500 * k;         /* 20 to 23 packets, the last short */
+    return 20000 + 250 * k;         /* 20 to 24 packets, the last short */
 }
 
 /* Post @e's receives of NMSG messages into @m and its SENDs from @from */
@@ -288,7 +296,7 @@ static void check_messages(QQhca *d, const Mr *rx, const uint8_t *tx)
 }
 
 /*
- * SEND with immediate both ways, 8 messages of 20 to 25 packets each, A
+ * SEND with immediate both ways, 16 messages of 20 to 24 packets each, A
  * migrated after its first 60 packets: its requester in the middle of a
  * message and its responder in the middle of another (the receive WQE
  * being filled, how far, the MSN)
@@ -399,6 +407,122 @@ static void test_atomic(void)
     fx_finish(&f);
 }
 
+#define NSRQ        4
+#define SRQ_MSG     (100 << 10)
+
+/*
+ * B, receiving from an SRQ with its CQ armed, migrated in the middle of
+ * the first of A's four 100 KiB SENDs: the SRQ's WQEs and the one being
+ * filled, and the CQ's arming, saved.  The messages land in order in the
+ * SRQ's buffers, and the first completion raises exactly one event on
+ * B's EQ, written by B' (the CQ was still armed when B stopped).
+ */
+static void test_srq_armed(void)
+{
+    const uint32_t len = NSRQ * SRQ_MSG;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+    struct qhca_send_wqe w;
+    struct qhca_sge s;
+    struct qhca_eqe eqe;
+    Mr tx, rx;
+    Fx f;
+    int k;
+
+    fx_start_ex(&f, NULL, true);
+    tx = mr_reg(f.a.d, f.a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x64000000);
+    rx = mr_reg(f.b.d, f.b.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x65000000);
+    fill(out, len, 0x3c);
+    mr_io(f.a.d, &tx, 0, out, len, true);
+    for (k = 0; k < NSRQ; k++) {
+        s = sge(&rx, k * SRQ_MSG, SRQ_MSG);
+        post_recv(&f.b, 0x3100 + k, &s, 1);
+    }
+    qhca_db(f.b.d, 0, QHCA_DB_CQ_ARM, f.b.cqn | (uint32_t)f.b.cq_ci << 16);
+    for (k = 0; k < NSRQ; k++) {
+        w = wqe(QHCA_WQE_SEND, 0x2100 + k);
+        s = sge(&tx, k * SRQ_MSG, SRQ_MSG);
+        post_send(&f.a, &w, &s, 1, NULL, 0);
+    }
+    g_assert_true(mig_run_until_from(&f.p, NODE_A, 8));
+
+    migrate_lossy(&f, NODE_B, 4);
+    /* the first message's 100 packets had not all gone */
+    assert_mid_transfer(&f, NODE_A, SRQ_MSG / 1024);
+
+    for (k = 0; k < NSRQ; k++) {
+        expect_ok(&f.a, 0x2100 + k, QHCA_CQE_OP_SEND, SRQ_MSG);
+    }
+    for (k = 0; k < NSRQ; k++) {
+        struct qhca_cqe c = expect_ok(&f.b, 0x3100 + k, QHCA_CQE_OP_RECV,
+                                      SRQ_MSG);
+
+        g_assert_cmpuint(le16_to_cpu(c.wqe_index), ==, k);
+    }
+    mr_io(f.b.d, &rx, 0, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+    g_assert_true(qhca_ring_has_entry(f.b.d, f.b.eq.page[0], 6,
+                                      QHCA_EQE_SIZE,
+                                      offsetof(struct qhca_eqe, owner), 0));
+    qtest_memread(f.b.d->qts, f.b.eq.page[0], &eqe, sizeof(eqe));
+    g_assert_cmpuint(eqe.type, ==, QHCA_EQE_COMPLETION);
+    g_assert_cmpuint(le32_to_cpu(eqe.obj), ==, f.b.cqn);
+    g_assert_false(qhca_ring_has_entry(f.b.d, f.b.eq.page[0], 6,
+                                       QHCA_EQE_SIZE,
+                                       offsetof(struct qhca_eqe, owner), 1));
+    fx_finish(&f);
+}
+
+/*
+ * A migrated while it waits out an RNR NAK: B has no receive posted and
+ * asks for 10.24 ms (RNR timer 20) before A tries again.  A' must try
+ * again from the saved wait (the timer is re-armed from the saved
+ * deadline on the clock the migration carried over); once B posts a
+ * receive the SEND lands.  The RNR NAK is in both devices' counters.
+ */
+static void test_rnr_wait(void)
+{
+    const ConnOpts o = {
+        .mtu = 3, .timeout = 8, .retry_cnt = 7, .rnr_retry = 7,
+        .min_rnr_timer = 20, .access = ALL_ACCESS & ~QHCA_ACCESS_LOCAL_WRITE,
+    };
+    uint8_t out[8000], in[8192];
+    uint64_t va[QHCA_STAT_NUM], vb[QHCA_STAT_NUM];
+    struct qhca_send_wqe w;
+    struct qhca_sge s;
+    Mr tx, rx;
+    Fx f;
+
+    fx_start(&f, &o);
+    tx = mr_reg(f.a.d, f.a.pdn, sizeof(out), QHCA_ACCESS_LOCAL_WRITE,
+                0x66000000);
+    rx = mr_reg(f.b.d, f.b.pdn, sizeof(in), QHCA_ACCESS_LOCAL_WRITE,
+                0x67000000);
+    fill(out, sizeof(out), 0x4e);
+    mr_io(f.a.d, &tx, 0, out, sizeof(out), true);
+    w = wqe(QHCA_WQE_SEND, 0x2200);
+    s = sge(&tx, 0, sizeof(out));
+    post_send(&f.a, &w, &s, 1, NULL, 0);
+    /* B's RNR NAK */
+    g_assert_true(mig_run_until_from(&f.p, NODE_B, 1));
+
+    mig_migrate(&f.p, NODE_A, 0);
+    g_assert_cmpuint(qp_state(&f.a), ==, QHCA_QPS_RTS);
+    g_assert_true(mig_quiet(&f.p, &f.a, &f.b, 20));
+    s = sge(&rx, 0, sizeof(in));
+    post_recv(&f.b, 0x3200, &s, 1);
+
+    expect_ok(&f.a, 0x2200, QHCA_CQE_OP_SEND, sizeof(out));
+    expect_ok(&f.b, 0x3200, QHCA_CQE_OP_RECV, sizeof(out));
+    mr_io(f.b.d, &rx, 0, in, sizeof(in), false);
+    g_assert_cmpmem(in, sizeof(out), out, sizeof(out));
+    query_stats(f.a.d, 0, va);
+    query_stats(f.b.d, 0, vb);
+    g_assert_cmpuint(va[QHCA_STAT_RNR_NAKS_RCVD], >=, 1);
+    g_assert_cmpuint(vb[QHCA_STAT_RNR_NAKS_SENT], >=, 1);
+    fx_finish(&f);
+}
+
 /*
  * One long transfer each way, migrated four times while it runs, A and B
  * in turn (A to A', B to B', A' to A'', B' to B''): A WRITEs 2 MiB to B
@@ -474,6 +598,8 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/migration/read/responder", test_read_responder);
     qtest_add_func("/qhca/migration/send-imm", test_send_imm);
     qtest_add_func("/qhca/migration/atomic", test_atomic);
+    qtest_add_func("/qhca/migration/srq-armed", test_srq_armed);
+    qtest_add_func("/qhca/migration/rnr-wait", test_rnr_wait);
     qtest_add_func("/qhca/migration/back-and-forth", test_back_and_forth);
 
     return g_test_run();
