@@ -208,8 +208,11 @@ static struct cfg C;
 static struct layout L;
 static int sel[N_UOPS], nsel;
 static volatile sig_atomic_t stop_signal;
-static int errors;
+static int errors, server_abort;
 static char first_error[TEXT];
+/* by kind: [0] completions and the protocol, [1] data */
+static int errs[2];
+static char first_of[2][TEXT];
 static uint8_t *scratch;
 
 /* --- output ------------------------------------------------------------------------ */
@@ -230,15 +233,14 @@ static void result(int ok, const char *name, const char *fmt, ...)
 	fflush(stdout);
 }
 
-/* an error: counted; the first is kept for the report, ten are shown */
-static void fail(const char *fmt, ...)
+/* an error of KIND: counted; the first is kept for the report, ten are shown */
+static void vfail(int kind, const char *fmt, va_list ap)
 {
 	char text[TEXT];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
+	if (!errs[kind]++)
+		snprintf(first_of[kind], TEXT, "%s", text);
 	if (!errors)
 		snprintf(first_error, sizeof(first_error), "%s", text);
 	if (errors < 10)
@@ -247,6 +249,26 @@ static void fail(const char *fmt, ...)
 		printf("# error: (more errors not shown)\n");
 	fflush(stdout);
 	errors++;
+}
+
+/* a completion, the order of things, the protocol */
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(0, fmt, ap);
+	va_end(ap);
+}
+
+/* a byte or a value that is not what it must be */
+static void fail_data(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(1, fmt, ap);
+	va_end(ap);
 }
 
 static void die(const char *what)
@@ -354,7 +376,7 @@ static int check_bytes(const uint8_t *buf, uint64_t key, uint64_t off,
 	}
 	if (!bad)
 		return 0;
-	fail("%s: offset %zu: expected 0x%02x, got 0x%02x (%zu of %zu bytes differ)",
+	fail_data("%s: offset %zu: expected 0x%02x, got 0x%02x (%zu of %zu bytes differ)",
 	     what, (size_t)(base + first), want, got, bad, len);
 	return -1;
 }
@@ -1001,7 +1023,7 @@ static void client_wc(const struct ibv_wc *wc, double t)
 
 		memcpy(&got, buf, 8);
 		if (got != p->expect) {
-			fail("%s: returned %#" PRIx64 ", the word was %#" PRIx64,
+			fail_data("%s: returned %#" PRIx64 ", the word was %#" PRIx64,
 			     what, got, p->expect);
 			c->failed = 1;
 		} else if (check_bytes(buf + 8, msg_key(q, p->seq), 8, GUARD, 1,
@@ -1049,7 +1071,9 @@ static int client_messages(int fd, int wait_ms, struct msg *report, char *text)
 			if (h.val > cl[h.qp].credit)
 				cl[h.qp].credit = h.val;
 		} else if (h.type == M_ABORT) {
-			fail("the server found an error and asks to stop");
+			if (!server_abort)
+				printf("# verify: the server found an error and asks to stop\n");
+			server_abort = 1;
 		} else if (h.type == M_REPORT && report) {
 			*report = h;
 			memcpy(text, m + sizeof(h), TEXT);
@@ -1172,7 +1196,7 @@ static void client(int fd, uint64_t iters, double duration, double ck_every)
 			for (q = 0; q < C.nqp && all_done; q++)
 				if (!cl[q].failed && (!iters || cl[q].seq < iters))
 					all_done = 0;
-			if (all_done || stop_signal || errors || rx_eof ||
+			if (all_done || stop_signal || errors || rx_eof || server_abort ||
 			    (duration > 0 && (loops & 255) == 0 &&
 			     now_s() - t0 - t_check_total > duration))
 				stopping = 1;
@@ -1221,16 +1245,16 @@ static void client(int fd, uint64_t iters, double duration, double ck_every)
 			if (op_count[i])
 				printf("# verify: %-26s %10" PRIu64 " completed, %14" PRIu64 " bytes\n",
 				       op_names[i], op_count[i], op_bytes[i]);
-		printf("# verify: %.1f s running (%d checkpoints, %.1f s in them), %.1f MB/s; longest wait for a completion: %.1f ms on one QP, %.1f ms on the CQ%s\n",
-		       secs, checks, t_check_total, mbs, max_gap * 1e3,
+		printf("# verify: %.1f s running, %.1f MB/s; %d checks of the server's memory (the last at the end), %.1f s in checkpoints; longest wait for a completion: %.1f ms on one QP, %.1f ms on the CQ%s\n",
+		       secs, mbs, checks, t_check_total, max_gap * 1e3,
 		       cq_max_gap * 1e3, stop_signal ? "; stopped by a signal" : "");
-		result(!errors && wrs_done == wrs_posted,
+		result(!errs[0] && wrs_done == wrs_posted,
 		       "client: every work request completed once, in order, with IBV_WC_SUCCESS, its opcode and byte_len",
 		       "%" PRIu64 " of %" PRIu64 " completed right; %s", wrs_done,
-		       wrs_posted, errors ? first_error : "");
-		result(!errors,
+		       wrs_posted, first_of[0]);
+		result(!errs[1],
 		       "client: every byte READ and read back is as expected, every atomic returned the modelled value",
-		       "%s", first_error);
+		       "%d errors; %s", errs[1], first_of[1]);
 		result(!server_errors && !rx_eof,
 		       "client: the server's checks passed",
 		       "%d errors; %s", server_errors, server_text);
@@ -1520,7 +1544,7 @@ static void server_memory_check(void)
 		}
 		memcpy(&word, base + L.off_atom, 8);
 		if (word != sv[q].model)
-			fail("QP %u: the atomic word is %#" PRIx64 ", the replayed atomics make it %#" PRIx64,
+			fail_data("QP %u: the atomic word is %#" PRIx64 ", the replayed atomics make it %#" PRIx64,
 			     q, word, sv[q].model);
 		snprintf(what, sizeof(what), "QP %u: the bytes after the atomic word", q);
 		check_bytes(base + L.off_atom + 8, hash(q, 0, K_AINIT), 8,
@@ -1664,12 +1688,12 @@ static void server(int fd)
 	/* nothing more may come */
 	usleep(200000);
 	server_poll();
-	result(!errors,
+	result(!errs[0],
 	       "server: every receive completed once, in order, with IBV_WC_SUCCESS, its opcode, byte_len and immediate",
-	       "%s", first_error);
-	result(!errors,
+	       "%d errors; %s", errs[0], first_of[0]);
+	result(!errs[1],
 	       "server: every byte received, every byte of its memory as the schedule makes it (write slots, READ source, atomic words)",
-	       "%s", first_error);
+	       "%d errors; %s", errs[1], first_of[1]);
 	printf("# verify: server: %" PRIu64 " receives, %" PRIu64 " bytes received, %" PRIu64 " bytes compared, %d checkpoints\n",
 	       recvs_done, recv_bytes, bytes_checked, checks);
 	if (errors)
