@@ -1,11 +1,15 @@
 #!/bin/sh
 # Verbs checks: unmodified verbs programs between two guests (guest 1 serves,
 # guest 2 connects), each a pair check (scripts/guest/pair.sh): the
-# ibv_*_pingpong examples with data validation (-c), rping, perftest's
-# send/write/read/atomic bandwidth and latency tests with and without
-# rdma_cm (-R) at 1 byte to 1 MiB, and a kernel-bypass check (the system
-# calls of ib_send_bw do not grow with the iteration count). Then the
-# loopback checks (loopback.sh): server and client in one guest.
+# verifying workload qhca-verify (every byte and every completion of RC
+# WRITE, READ, SEND, SEND with immediate, WRITE with immediate and atomics
+# checked, on 8 and on 64 QPs), the ibv_*_pingpong examples (-c: they
+# compare one byte of each page, which checks the programs run, not the
+# data), rping, perftest's send/write/read/atomic bandwidth and latency
+# tests with and without rdma_cm (-R) at 1 byte to 1 MiB, and a
+# kernel-bypass check (the system calls of ib_send_bw do not grow with the
+# iteration count). Then the loopback checks (loopback.sh): server and
+# client in one guest.
 #
 # Sourced by checks.sh (after its device checks) with its `check`; also by
 # run-verbs.sh (Soft-RoCE runs, scripts/test.d/rxe). On guests other than 1
@@ -51,7 +55,20 @@ perf() {
 	pcheck "$_n" 1 2 "$_to" "$_r" "$1 $_o ${5:-}" "$1 $_o ${5:-} \$SRV" "v_perf $_sz"
 }
 
-# --- ibv_*_pingpong (RC, UD, SRQ), with buffer validation ---------------------------
+# --- qhca-verify: every byte, every completion (guest-driver/tools/qhca-verify.c) ------------
+# 8 QPs, each of its 40 operations (WRITE read back, READ, SEND, SEND with
+# immediate, WRITE with immediate, FETCH_ADD/CMP_SWP in turn) of 1 B to
+# 1 MiB; then 64 QPs of 1 B to 16 KiB
+vport
+vcheck "qhca-verify -q 8 -n 40: WRITE, READ, SEND, SEND/WRITE with immediate, atomics, 1 B to 1 MiB" \
+	1 2 180 $VPORT "\$PAIR_GIDX" "-q 8 -n 40"
+vport
+vcheck "qhca-verify -q 64 -D 8 -n 20: the same on 64 QPs, 1 B to 16 KiB" \
+	1 2 180 $VPORT "\$PAIR_GIDX" "-q 64 -D 8 -n 20 -S 1,8,1000,4096,r16384"
+
+# --- ibv_*_pingpong (RC, UC, UD, SRQ) ---------------------------------------------------------
+# -c compares one byte of each page (byte 0 of each 4 KiB): the programs
+# ran, not that the data arrived; qhca-verify above checks every byte
 pp ibv_rc_pingpong "" "-s 1 -n 10 -c"
 pp ibv_rc_pingpong "" "-s 65536 -n 10 -c"
 pp ibv_rc_pingpong "" "-s 1048576 -n 4 -c" 120
@@ -64,7 +81,7 @@ pp ibv_ud_pingpong "" "-s 1 -n 10 -c"
 pp ibv_ud_pingpong "" "-s 1024 -n 10 -c"
 pp ibv_srq_pingpong "" "-q 4 -s 4096 -n 10 -c"
 
-# --- rping: rdma_cm, SEND + RDMA READ/WRITE, payload validated (-V) -------------------------
+# --- rping: rdma_cm, SEND + RDMA READ/WRITE, its own payload validated (-V) -----------------
 vport
 pcheck "rping -C 10 -S 4096 -V" 1 2 60 "cm:$VPORT" \
 	"rping -s -a \$SRV -p $VPORT -C 10 -S 4096 -V" \

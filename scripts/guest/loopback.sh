@@ -2,7 +2,9 @@
 # Loopback checks: verbs programs whose server and
 # client run in the same guest and talk through the guest's own RDMA
 # device and its own address, as single-device programs and test suites
-# do: ibv_rc_pingpong (also waiting in ibv_get_cq_event, -e) and
+# do: the verifying workload qhca-verify (every byte and completion of
+# RC WRITE, READ, SEND, SEND/WRITE with immediate and atomics checked),
+# ibv_rc_pingpong (also waiting in ibv_get_cq_event, -e) and
 # ibv_ud_pingpong to the guest's own RoCE v2 GID (-g, the index the pair
 # checks use), rping and ib_send_bw -R (rdma_cm) to the guest's own IP.
 #
@@ -101,6 +103,11 @@ lpp() {
 
 if [ "$QHCA_ID" = 1 ] || [ "$QHCA_ID" = 2 ]; then
 	echo "# loopback: $PAIR_DEV, GID index $PAIR_GIDX, own address $QHCA_IP"
+	LB_PORT=$((LB_PORT + 1))
+	_o="-d $PAIR_DEV -g $PAIR_GIDX -p $LB_PORT"
+	lcheck "qhca-verify -q 4 -n 40 (1 B to 64 KiB, all six operations) to its own GID" \
+		120 "tcp:$LB_PORT" "$PAIR_VERIFY $_o" \
+		"$PAIR_VERIFY $_o -q 4 -n 40 -S 1,8,1000,4096,65536,r70000 $QHCA_IP" v_verify
 	lpp ibv_rc_pingpong "-s 4096 -n 10 -c"
 	lpp ibv_rc_pingpong "-s 1048576 -n 4 -c"
 	lpp ibv_rc_pingpong "-e -s 4096 -n 10 -c" "(CQ events)"

@@ -543,6 +543,31 @@ v_place() {
 	return 1
 }
 
+# --- qhca-verify: the verifying workload ------------------------------------------------------
+
+# The ibv_*_pingpong examples' -c compares one byte of each 4 KiB page
+# and rping -V only what rping itself carries, so the data checks of the
+# guest scripts are qhca-verify's (guest-driver/tools/qhca-verify.c): RC
+# WRITE (read back), READ, SEND with and without immediate, WRITE with
+# immediate and atomics over many QPs, every byte and every completion
+# compared. It is in the image (/usr/lib/qhca/qhca-verify); a copy the
+# launcher added (--add build/guest-driver/qhca-verify) is taken first.
+if [ -x /qhca/qhca-verify ]; then
+	PAIR_VERIFY=/qhca/qhca-verify
+else
+	PAIR_VERIFY=/usr/lib/qhca/qhca-verify
+fi
+export PAIR_VERIFY
+
+# vcheck NAME SRV_ID CLI_ID TIMEOUT PORT GIDX OPTIONS: a qhca-verify pair
+# check on TCP port PORT with the client's OPTIONS; GIDX is evaluated on
+# each guest (e.g. '$PAIR_GIDX'); both sides must end "verify: all ok"
+vcheck() {
+	pcheck "$1" "$2" "$3" "$4" "tcp:$5" \
+		"\$PAIR_VERIFY -d \$PAIR_DEV -g $6 -p $5" \
+		"\$PAIR_VERIFY -d \$PAIR_DEV -g $6 -p $5 $7 \$SRV" v_verify
+}
+
 # v_verify: qhca-verify (guest-driver/tools/qhca-verify.c) ended with
 # "verify: all ok" on this side; the client's figures are noted
 v_verify() {

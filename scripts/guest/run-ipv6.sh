@@ -4,7 +4,9 @@
 #   scripts/launch -n 2 --rxe 2 --run scripts/guest/run-ipv6.sh   qhca <-> Soft-RoCE
 # Each guest's eth0 has its automatic link-local address and gets the ULA
 # fd71:4800::ID/64; the kernel adds both to the RDMA device's GID table as
-# RoCE v2 GIDs. Checked: the GIDs are there; ibv_rc_pingpong,
+# RoCE v2 GIDs. Checked: the GIDs are there; the verifying workload
+# qhca-verify (every byte and completion of RC WRITE, READ, SEND,
+# SEND/WRITE with immediate and atomics), ibv_rc_pingpong,
 # ibv_uc_pingpong and ibv_ud_pingpong on the link-local GID index, and
 # rping (rdma_cm, whose CM MADs travel as UD with an IPv6 GRH) to the ULA
 # and to the link-local address with its scope, each with either guest
@@ -72,6 +74,9 @@ one() {
 	_l="guest $1 $SRV_DEV server, guest $2 $CLI_DEV client"
 	_o="-d \$PAIR_DEV -i 1 -p $port"
 	case $T in
+	verify)
+		vcheck "ipv6: qhca-verify link-local GID -q 4 -n 30 (1 B to 64 KiB, all six operations) ($_l)" \
+			"$1" "$2" 180 "$port" "\$LL_GIDX" "-q 4 -n 30 -S 1,8,1000,4096,65536,r70000" ;;
 	rc)
 		pcheck "ipv6: ibv_rc_pingpong link-local GID -s 65536 -n 10 -c ($_l)" "$1" "$2" 90 "tcp:$port" \
 			"ibv_rc_pingpong $_o -g \$LL_GIDX -s 65536 -n 10 -c" \
@@ -98,6 +103,7 @@ one() {
 }
 # both: the check $T both ways
 both() { pair_both one; }
+T=verify both
 T=rc both
 T=uc both
 T=ud both

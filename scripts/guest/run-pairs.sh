@@ -2,8 +2,10 @@
 # Run script for N guests on one segment (part three of scripts/test.d/guest):
 #   scripts/launch -n 3 --run scripts/guest/run-pairs.sh
 # RDMA between every pair of guests (i < j: guest i serves, guest j
-# connects): ibv_rc_pingpong with validation and rping (rdma_cm). Each
-# guest reports the checks it takes part in.
+# connects): the verifying workload qhca-verify (every byte and completion
+# of RC WRITE, READ, SEND, SEND/WRITE with immediate and atomics checked),
+# ibv_rc_pingpong (-c: one byte per page) and rping (rdma_cm). Each guest
+# reports the checks it takes part in.
 . /usr/lib/qhca/lib.sh
 qhca_pair_start --dev --mailbox
 echo "# pairs: device $PAIR_DEV, RoCE v2 GID index $PAIR_GIDX"
@@ -18,6 +20,9 @@ i=1
 while [ $i -lt "$QHCA_N" ]; do
 	j=$((i + 1))
 	while [ $j -le "$QHCA_N" ]; do
+		port=$((port + 1))
+		vcheck "guest$i <-> guest$j: qhca-verify -q 4 -n 30 (1 B to 64 KiB, all six operations)" \
+			"$i" "$j" 120 "$port" "\$PAIR_GIDX" "-q 4 -n 30 -S 1,8,1000,4096,65536,r70000"
 		port=$((port + 1))
 		_o="-d \$PAIR_DEV -i 1 -g \$PAIR_GIDX -p $port -s 4096 -n 20 -c"
 		pcheck "guest$i <-> guest$j: ibv_rc_pingpong -s 4096 -n 20 -c" "$i" "$j" 90 "tcp:$port" \
