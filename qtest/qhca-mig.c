@@ -92,9 +92,9 @@ void mig_pair_start(MigPair *p)
     g_queue_init(&p->q[0]);
     g_queue_init(&p->q[1]);
     p->mig = -1;
+    mig_cur = p;
     mig_node_start(p, 0);
     mig_node_start(p, 1);
-    mig_cur = p;
 }
 
 void mig_pair_stop(MigPair *p)
@@ -128,8 +128,8 @@ static void mig_queue(MigPair *p, int to, const uint8_t *buf, size_t len)
 }
 
 /*
- * Hand what waits for node @to to its QEMU, as far as its socket takes;
- * for a node saved to a file, it waits for the QEMU that loads it
+ * Hand what waits for node @to to its QEMU, as far as its socket takes
+ * (a node saved to a file has none: its link is cut until it is loaded)
  */
 static void mig_flush(MigPair *p, int to)
 {
