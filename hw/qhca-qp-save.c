@@ -258,12 +258,13 @@ bool qhca_qp_engine_load(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r)
         if (!load_wqe(r, st)) {
             return false;
         }
-        /* WQEs beyond the requester's are not started yet */
-        if ((uint16_t)(i - qp->sq.ci) >= (uint16_t)(e->req_idx - qp->sq.ci) &&
-            st->state != WQE_FREE && st->state != WQE_STARTED) {
-            return qhca_r_fail(r, "QP %u: WQE %u done before it started",
-                               qp->qpn, i);
-        }
+        /*
+         * Any state, also beyond the requester's WQE: a WQE done at once
+         * (a local operation, or one that failed) lies beyond it after the
+         * requester went back to send an earlier one again, and every WQE
+         * does after a flush that could not write its CQEs; the requester
+         * passes over done WQEs and the completer consumes them in order
+         */
         e->rd_outstanding += st->rd_counted;
     }
 

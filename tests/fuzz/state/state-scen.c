@@ -894,6 +894,57 @@ static bool retry_done(void)
            sf_same(A, 0, B, 0x100000, 16384, "WRITE retried") && live_rc();
 }
 
+/*
+ * A's WRITE sent again after a timeout (its acknowledgements lost), with a
+ * BIND_MW after it that was done at once: the requester went back to the
+ * WRITE, past which a WQE is done already
+ */
+static uint32_t rw_key;
+
+static bool rewind_past_done(void)
+{
+    HxQp *qa = sf_qp(A, HX_QP_RC);
+    struct qhca_send_wqe w = hx_wqe(QHCA_WQE_BIND_MW, 0xbe);
+    uint32_t k1;
+
+    if (!alloc_mw(A, QHCA_MW_TYPE_1, &k1)) {
+        return false;
+    }
+    rw_key = (k1 & ~0xffu) | ((k1 + 1) & 0xff);
+    hx_wire_set_mode(&sf_pair, 1, HX_WIRE_BLACKHOLE, 0);
+    sf_fill(A, 0, 32768, 33);
+    sf_fill(A, 0x18000, 4096, 34);
+    sf_post(A, qa, QHCA_WQE_RDMA_WRITE, 0xbd, 0, 32768, 0x100000);
+    w.bind.addr = cpu_to_le64(A->drv.mr.iova + 0x18000);
+    w.bind.length = cpu_to_le64(4096);
+    w.bind.mr_lkey = cpu_to_le32(A->drv.mr.key);
+    w.bind.mw_key = cpu_to_le32(k1);
+    w.bind.new_key = cpu_to_le32(rw_key);
+    w.bind.access = cpu_to_le32(QHCA_ACCESS_REMOTE_READ);
+    hx_post_send(A, qa, &w, NULL, 0, NULL, 0, true);
+    return step_until(retransmitted, 100000);
+}
+
+static bool rewind_past_done_done(void)
+{
+    HxQp *qa = sf_qp(A, HX_QP_RC), *qb = sf_qp(B, HX_QP_RC);
+    struct qhca_send_wqe w = hx_wqe(QHCA_WQE_RDMA_READ, 0xce);
+    struct qhca_sge s = hx_sge(&B->drv.mr, 0x10000, 4096);
+
+    hx_wire_set_mode(&sf_pair, 1, HX_WIRE_PASS, 0);
+    if (!ok(A, qa, 0xbd, QHCA_CQE_OP_RDMA_WRITE, UINT32_MAX) ||
+        !ok(A, qa, 0xbe, QHCA_CQE_OP_BIND_MW, UINT32_MAX)) {
+        return false;
+    }
+    w.rdma.remote_addr = cpu_to_le64(A->drv.mr.iova + 0x18000);
+    w.rdma.rkey = cpu_to_le32(rw_key);
+    hx_post_send(B, qb, &w, &s, 1, NULL, 0, true);
+    return ok(B, qb, 0xce, QHCA_CQE_OP_RDMA_READ, 4096) &&
+           sf_same(A, 0, B, 0x100000, 32768, "WRITE sent again") &&
+           sf_same(A, 0x18000, B, 0x10000, 4096, "READ through the window") &&
+           live_rc();
+}
+
 /* A's fast-register MR registered by a REG_MR WQE over 16 pages in reverse */
 #define FR_PAGES        16
 #define FR_IOVA         0x70000000ULL
@@ -1204,6 +1255,7 @@ const SfScen sf_scens[] = {
     { "busy", busy, busy_done, P_RELOAD },
     { "objects", objects, live_rc, P_NO_TEARDOWN },
     { "cmd-pending", cmd_pending, cmd_pending_done, P_KEEP },
+    { "rewind-past-done", rewind_past_done, rewind_past_done_done, P_WORK },
 };
 
 const unsigned sf_nscens = ARRAY_SIZE(sf_scens);
