@@ -25,6 +25,12 @@
 #define MAX_READ_NPKT   (QHCA_MAX_MSG_BYTES / 256)
 /* Round trips beyond a minute are not measured ones */
 #define MAX_RTT_NS      (60 * 1000000000LL)
+/*
+ * Times taken from the virtual clock (a timeout period's start, a round
+ * trip's): from 0, and far from overflowing when a timeout or the clock
+ * is added or subtracted (2^62 ns are 146 years)
+ */
+#define CLOCK_OK(t)     ((t) >= 0 && (t) < (1LL << 62))
 
 static void save_sge(QhcaStreamW *w, const struct qhca_sge *s)
 {
@@ -245,6 +251,7 @@ bool qhca_qp_engine_load(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r)
     if (e->req_off > QHCA_MAX_MSG_BYTES || !PSN_OK(e->next_psn) ||
         !PSN_OK(e->acked) || !PSN_OK(e->tx_end) || !PSN_OK(e->nak_psn) ||
         e->pkts_since_ackreq > QHCA_WINDOW_MAX || e->deadline < -1 ||
+        !CLOCK_OK(e->period_ns) ||
         e->probe_shift > QHCA_RTO_MAX_SHIFT || (f & ~0xf) ||
         e->retry_left > 7 || e->rnr_left > 7 ||
         e->window_bytes < QHCA_WINDOW_MIN ||
@@ -370,7 +377,8 @@ bool qhca_qp_engine_load_cc(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r)
         return false;
     }
     if (e->cwnd > QHCA_WINDOW_MAX || pending > 1 ||
-        !PSN_OK(e->rtt_psn) || e->srtt_ns < 0 || e->srtt_ns > MAX_RTT_NS ||
+        !PSN_OK(e->rtt_psn) || !CLOCK_OK(e->rtt_t0) ||
+        e->srtt_ns < 0 || e->srtt_ns > MAX_RTT_NS ||
         e->rttvar_ns < 0 || e->rttvar_ns > MAX_RTT_NS) {
         return qhca_r_fail(r, "QP %u: bad congestion state", qp->qpn);
     }
