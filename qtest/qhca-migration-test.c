@@ -221,6 +221,53 @@ static void test_read_responder(void)
     read_migrated(NODE_B);
 }
 
+#define NREAD       8
+#define READ_LEN    (64 << 10)
+
+/*
+ * Eight 64 KiB READs of A's from B, four outstanding (the responder's
+ * four READ resources in use, each part answered), B migrated after its
+ * 60th response and A after its 200th: every READ completes in order
+ * with its bytes
+ */
+static void test_reads_in_flight(void)
+{
+    const uint32_t len = NREAD * READ_LEN;
+    g_autofree uint8_t *out = g_malloc(len);
+    g_autofree uint8_t *in = g_malloc(len);
+    struct qhca_send_wqe w;
+    struct qhca_sge s;
+    Mr src, dst;
+    Fx f;
+    int k;
+
+    fx_start(&f, NULL);
+    dst = mr_reg(f.a.d, f.a.pdn, len, QHCA_ACCESS_LOCAL_WRITE, 0x68000000);
+    src = mr_reg(f.b.d, f.b.pdn, len, access_rw, 0x69000000);
+    fill(out, len, 0x6d);
+    mr_io(f.b.d, &src, 0, out, len, true);
+    for (k = 0; k < NREAD; k++) {
+        w = wqe(QHCA_WQE_RDMA_READ, 0x1100 + k);
+        w.rdma.remote_addr = cpu_to_le64(src.iova + k * READ_LEN);
+        w.rdma.rkey = cpu_to_le32(src.key);
+        s = sge(&dst, k * READ_LEN, READ_LEN);
+        post_send(&f.a, &w, &s, 1, NULL, 0);
+    }
+    g_assert_true(mig_run_until_from(&f.p, NODE_B, 60));
+    migrate_lossy(&f, NODE_B, 10);
+    g_assert_true(mig_run_until_from(&f.p, NODE_B, 200));
+    migrate_lossy(&f, NODE_A, 10);
+    /* B had handed A fewer responses than the READs' 512 */
+    assert_mid_transfer(&f, NODE_B, len / 1024);
+
+    for (k = 0; k < NREAD; k++) {
+        expect_ok(&f.a, 0x1100 + k, QHCA_CQE_OP_RDMA_READ, READ_LEN);
+    }
+    mr_io(f.a.d, &dst, 0, in, len, false);
+    g_assert_true(memcmp(in, out, len) == 0);
+    fx_finish(&f);
+}
+
 #define NMSG        16
 #define MSG_SLOT    (24 << 10)
 
@@ -596,6 +643,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/migration/write/responder", test_write_responder);
     qtest_add_func("/qhca/migration/read/requester", test_read_requester);
     qtest_add_func("/qhca/migration/read/responder", test_read_responder);
+    qtest_add_func("/qhca/migration/read/in-flight", test_reads_in_flight);
     qtest_add_func("/qhca/migration/send-imm", test_send_imm);
     qtest_add_func("/qhca/migration/atomic", test_atomic);
     qtest_add_func("/qhca/migration/srq-armed", test_srq_armed);
