@@ -404,6 +404,11 @@ GByteArray *sf_ckpt_stream(unsigned scen)
     return g_byte_array_ref(ckpts[scen].state[0]);
 }
 
+void sf_ckpt_fresh(unsigned scen)
+{
+    build(scen);
+}
+
 void sf_ckpt_restore(unsigned scen)
 {
     SfCkpt *k = &ckpts[scen];

@@ -59,6 +59,12 @@ extern const unsigned sf_nscens;
  */
 void sf_ckpt_init(void);
 void sf_ckpt_restore(unsigned scen);
+/*
+ * The pair taken to scenario @scen from scratch (its checkpoint taken
+ * again) and left as it is: device A the harness's, its grants what the
+ * guest granted, as in a real migration of it
+ */
+void sf_ckpt_fresh(unsigned scen);
 void sf_ckpt_end(void);
 /* The stream A was saved as in scenario @scen (built if need be): a ref */
 GByteArray *sf_ckpt_stream(unsigned scen);

@@ -115,7 +115,10 @@ void sf_post_recv(HxDev *d, HxQp *qp, uint64_t wr_id, uint64_t off,
     hx_post_recv(d, qp, wr_id, &s, 1, true);
 }
 
-/* An atomic of @opcode on @qp at @roff of the peer's MR, the old value to @off */
+/*
+ * An atomic of @opcode on @qp at @roff of the peer's MR, the value it
+ * returns to @off
+ */
 static void post_atomic(HxDev *d, HxQp *qp, uint8_t opcode, uint64_t wr_id,
                         uint64_t off, uint64_t roff, uint64_t cmp_add,
                         uint64_t swap)
