@@ -85,6 +85,7 @@ typedef struct QhcaRdRes {
     bool valid;
     bool atomic;
     bool queued;                /* its responses are in the response queue */
+    bool replay;                /* READ: answering a duplicate request */
     uint32_t psn;
     uint64_t orig;              /* atomic: the value returned */
     uint32_t rkey;              /* READ: what was asked for */

@@ -56,7 +56,7 @@ static void save_wqe(QhcaStreamW *w, const QhcaWqeState *st)
 
 static void save_res(QhcaStreamW *w, const QhcaRdRes *r)
 {
-    qhca_w_u8(w, r->valid | r->atomic << 1);
+    qhca_w_u8(w, r->valid | r->atomic << 1 | r->replay << 2);
     qhca_w_u32(w, r->psn);
     qhca_w_u64(w, r->orig);
     qhca_w_u32(w, r->rkey);
@@ -188,6 +188,7 @@ static bool load_res(QhcaStreamR *r, QhcaRdRes *res)
 
     res->valid = f & 1;
     res->atomic = f & 2;
+    res->replay = f & 4;
     res->psn = qhca_r_u32(r);
     res->orig = qhca_r_u64(r);
     res->rkey = qhca_r_u32(r);
@@ -198,7 +199,7 @@ static bool load_res(QhcaStreamR *r, QhcaRdRes *res)
     if (!qhca_r_ok(r)) {
         return false;
     }
-    if ((f & ~3) || !PSN_OK(res->psn) || res->len > QHCA_MAX_MSG_BYTES ||
+    if ((f & ~7) || !PSN_OK(res->psn) || res->len > QHCA_MAX_MSG_BYTES ||
         res->npkt > MAX_READ_NPKT || res->next > res->npkt) {
         return qhca_r_fail(r, "bad responder resource (flags 0x%x, length "
                            "%u, packet %u of %u)", f, res->len, res->next,

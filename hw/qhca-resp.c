@@ -299,6 +299,23 @@ static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
             mr = qhca_rkey_check(c, r->rkey, qp->pdn, qp->qpn,
                                  QHCA_ACCESS_REMOTE_READ, va, n, false);
         }
+        if (n && !mr && r->replay) {
+            /*
+             * A duplicate READ whose memory is gone or closed to remote
+             * reads since it was answered: a stale copy (a go-back-N
+             * retransmission or a probe that crossed the answer), since
+             * the consumer that owns the memory let it go only after the
+             * READ had completed.  It is dropped, as a duplicate no
+             * resource tracks is: an error here would kill a healthy QP
+             * (seen after a live migration, whose lost frames make the
+             * peer resend).  A requester still waiting for the data
+             * times out as it would on a lossy wire.
+             */
+            trace_qhca_resp_replay_dropped(qp->qpn, psn_add(r->psn, i),
+                                           r->rkey);
+            r->next = r->npkt;
+            return true;
+        }
         if ((n && !mr) || !qhca_rc_addr(c, qp, &h)) {
             resp_error(c, qp, psn_add(r->psn, i), QHCA_ROCE_NAK_REMOTE_ACCESS,
                        QHCA_EQE_QP_ACCESS_ERR);
@@ -425,6 +442,7 @@ static void resp_duplicate(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt)
                 continue;
             }
             found = true;
+            r->replay = true;
             resp_queue_read(c, qp, r, psn_diff(h->psn, r->psn) > 0 ?
                             psn_diff(h->psn, r->psn) : 0);
         }

@@ -17,6 +17,7 @@
  */
 
 #include "hx-test.h"
+#include "qhca-roce.h"
 
 static void assert_ok(HxDev *d, HxQp *qp, uint64_t wr_id)
 {
@@ -378,6 +379,68 @@ static void test_read_bad_rkey(Fx *f, gconstpointer data)
     /* nothing was written into the READ's buffer */
     g_assert_cmpuint(mr_mem(f->a, 0x300000)[0], ==, 0x77);
     g_assert_cmpuint(mr_mem(f->a, 0x300000)[8191], ==, 0x77);
+}
+
+/*
+ * A stale copy of a READ request (a retransmission or probe that crossed
+ * the answer) reaches the responder after the READ completed and the
+ * responder's consumer closed the memory to remote reads: the responder
+ * drops it, and its QP goes on (it once answered with a remote access NAK
+ * and moved the QP to ERR; seen with NVMe over RDMA across a migration)
+ */
+static void test_read_stale_duplicate(Fx *f, gconstpointer data)
+{
+    struct qhca_send_wqe w = rdma_wqe(QHCA_WQE_RDMA_READ, 0xa1, f->b,
+                                      0x80000);
+    struct qhca_cmd_rereg_mr rr = {
+        .key = cpu_to_le32(f->b->drv.mr.key),
+        .what = cpu_to_le32(QHCA_REREG_ACCESS),
+        .access = cpu_to_le32(QHCA_ACCESS_LOCAL_WRITE |
+                              QHCA_ACCESS_REMOTE_WRITE),
+    };
+    uint32_t bqpn = rc(f->b)->qpn;
+    uint32_t psn;
+    uint64_t naks = f->b->core.stat_naks_sent;
+    uint8_t frame[256];
+    QhcaRoceHdr h = { 0 };
+    int n;
+
+    fill(f->b, 0x80000, 4096, 5);
+    post(f->a, rc(f->a), &w, 0x200000, 4096);
+    assert_ok(f->a, rc(f->a), 0xa1);
+    g_assert_true(same(f->a, 0x200000, f->b, 0x80000, 4096));
+    psn = f->p->last_psn[0][bqpn & 1023];
+    g_assert_cmpint(hx_cmd(f->b, QHCA_CMD_REREG_MR, &rr, sizeof(rr), NULL),
+                    ==, QHCA_CMD_OK);
+
+    memcpy(h.dst_mac, f->b->mac, 6);
+    memcpy(h.src_mac, f->a->mac, 6);
+    h.src_ip = f->a->ip;
+    h.dst_ip = f->b->ip;
+    h.ttl = 64;
+    h.src_port = 0xc123;
+    h.pkey = QHCA_ROCE_DEFAULT_PKEY;
+    h.opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
+    h.dest_qp = bqpn;
+    h.psn = psn;
+    h.reth.va = f->b->drv.mr.iova + 0x80000;
+    h.reth.rkey = f->b->drv.mr.key;
+    h.reth.dma_len = 4096;
+    n = qhca_roce_build(frame, sizeof(frame), &h, NULL, 0);
+    g_assert_cmpint(n, >, 0);
+    hx_wire_inject(f->p, 1, frame, n);
+    hx_settle(f->p, 10 * 1000 * 1000, 10000);
+
+    g_assert_cmpuint(f->b->core.qp[bqpn]->attr.qp_state, ==, QHCA_QPS_RTS);
+    g_assert_cmpuint(f->b->core.stat_naks_sent, ==, naks);
+    /* and the QP still carries a SEND */
+    fill(f->a, 0x300000, 1000, 6);
+    post_recv(f->b, rc(f->b), 0xb1, 0x300000, 4096);
+    w = hx_wqe(QHCA_WQE_SEND, 0xa2);
+    post(f->a, rc(f->a), &w, 0x300000, 1000);
+    assert_ok(f->a, rc(f->a), 0xa2);
+    assert_ok(f->b, rc(f->b), 0xb1);
+    g_assert_true(same(f->a, 0x300000, f->b, 0x300000, 1000));
 }
 
 /* ---- windows ---- */
@@ -973,6 +1036,7 @@ static const Case cases[] = {
     { "/transport/access/atomic-bad-rkey", test_bad_rkey_atomic },
     { "/transport/access/write-out-of-bounds", test_write_out_of_bounds },
     { "/transport/access/read-bad-rkey", test_read_bad_rkey },
+    { "/transport/access/read-stale-duplicate", test_read_stale_duplicate },
     { "/transport/window/qp", test_window_qp },
     { "/transport/window/device", test_window_device },
     { "/transport/loopback/rc", test_loopback },
