@@ -25,7 +25,8 @@ MIG_SECONDS=$(sed -n 's/.*mig\.seconds=\([0-9][0-9]*\).*/\1/p' /proc/cmdline)
 MIG_SECONDS=${MIG_SECONDS:-90}
 MIG_COUNT=$(sed -n 's/.*mig\.count=\([0-9][0-9]*\).*/\1/p' /proc/cmdline)
 MIG_COUNT=${MIG_COUNT:-3}
-MIG_GAP=$(((MIG_SECONDS - 20) / MIG_COUNT))
+# the migrations end well before fio does (each takes 2-8 s here)
+MIG_GAP=$(((MIG_SECONDS - 30) / (MIG_COUNT + 1)))
 
 mig_target() {
 	if apps_check "nvme: target: null_blk namespace exported by nvmet on rdma $QHCA_IP:$PORT" 60 \
