@@ -250,6 +250,9 @@ class GuestRun:
     migrate_plan [(guest, count, start_s, gap_s)]: migrations the host
                  does by itself, the first START_S after every guest is
                  ready (guests can ask for more: _migrate_request())
+    snapshots    each guest gets a qcow2 image (not attached to it) that
+                 holds its internal snapshots: snapshot(), and
+                 "QHCA-SNAPSHOT" console lines (_snapshot_request())
     """
 
     # pylint: disable=too-many-instance-attributes,too-many-arguments
@@ -258,7 +261,7 @@ class GuestRun:
                  accel="auto", append="", mem=1024, image=IMAGE,
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
                  mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
-                 learning=False, migratable=(), migrate_plan=()):
+                 learning=False, migratable=(), migrate_plan=(), snapshots=False):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -307,6 +310,10 @@ class GuestRun:
         for g, _, _, _ in self._host_plan:
             self.migratable.add(g)
         self.migrations = []
+        self.snapshots = snapshots
+        self._snap_done = set()
+        self._snap_plan = []
+        self.snapshot_log = []
         self.accel_running = None
         self._alt = {}
         self.netns = None
@@ -432,6 +439,10 @@ class GuestRun:
             nd = "rdmanet" if self.has_qhca(1) else "ipnet"
             cap = self.capture + (f".{gen}" if gen else "")
             args += ["-object", f"filter-dump,id=capture,netdev={nd},file={cap}"]
+        if self.snapshots:
+            img = os.path.join(self.dir, f"guest{i}.snap.qcow2")
+            args += ["-blockdev", f"driver=file,node-name=snapfile,filename={img}",
+                     "-blockdev", "driver=qcow2,node-name=snap,file=snapfile"]
         args += self.qemu_extra
         if serial:
             args += ["-serial", serial]
@@ -490,6 +501,10 @@ class GuestRun:
     def _start_guest(self, i, accel):
         machine_cls = qemu_machine_class()
         self._write_initrd(i)
+        if self.snapshots:
+            img = os.path.join(self.dir, f"guest{i}.snap.qcow2")
+            subprocess.run([qemu_img(), "create", "-q", "-f", "qcow2", img, "64M"],
+                           check=True)
         args = self.qemu_args(i, accel)
         wrapper = ["nice"] if self.nice else []
         if self.netns:
@@ -532,6 +547,7 @@ class GuestRun:
                 if line.startswith(m):
                     self._marks[i].add(m)
             self._migrate_request(i, line)
+            self._snapshot_request(i, line)
             if on_line:
                 on_line(i, line)
 
@@ -569,6 +585,81 @@ class GuestRun:
                 plan["left"] -= 1
                 plan["due"] = self.elapsed() + plan["gap"]
                 return
+
+    # -- snapshots --
+    def _snapshot_request(self, i, line):
+        """A guest asks for snapshots with a console line "QHCA-SNAPSHOT
+        op=save|load guests=G[,G...] tag=T": each guest's VM state saved
+        to (or loaded from) its snapshot image under tag T, all of them
+        stopped first and run again together after.  Each (op, tag,
+        guests) is done once: a guest loaded back to before its request
+        prints it again."""
+        m = re.match(r"QHCA-SNAPSHOT op=(save|load) guests=([0-9,]+) tag=([A-Za-z0-9_-]+)", line)
+        if not m or not self.snapshots:
+            return
+        key = (m.group(1), m.group(3), m.group(2))
+        if key in self._snap_done:
+            return
+        self._snap_done.add(key)
+        self._snap_plan.append((m.group(1), [int(g) for g in m.group(2).split(",")],
+                                m.group(3)))
+
+    def _snapshot_due(self):
+        while self._snap_plan:
+            op, guests, tag = self._snap_plan.pop(0)
+            self.snapshot(op, guests, tag)
+
+    @staticmethod
+    def _job(vm, cmd, job, timeout=300, **args):
+        """Run QMP job command CMD as JOB and wait for it to conclude."""
+        r = vm.qmp(cmd, **{"job-id": job}, **args)
+        if "error" in r:
+            raise RuntimeError(r["error"].get("desc", str(r)))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            jobs = {j["id"]: j for j in vm.qmp("query-jobs")["return"]}
+            j = jobs.get(job)
+            if j and j["status"] == "concluded":
+                vm.qmp("job-dismiss", id=job)
+                if j.get("error"):
+                    raise RuntimeError(j["error"])
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{cmd} did not finish in {timeout} s")
+
+    def snapshot(self, op, guests, tag):
+        """Save (op "save") or load ("load") the internal snapshot TAG of
+        GUESTS: every one stopped, then each saved or loaded, then all run
+        again.  Recorded in self.snapshot_log and RUNDIR/snapshots."""
+        rec = {"op": op, "guests": ",".join(map(str, guests)), "tag": tag,
+               "at_s": round(self.elapsed(), 1)}
+        t0 = time.monotonic()
+        vms = [(g, self.vms[g]) for g in guests
+               if g in self.vms and self.vms[g].is_running()]
+        try:
+            for _, vm in vms:
+                vm.qmp("stop")
+            for g, vm in vms:
+                self._job(vm, f"snapshot-{op}", f"{op}-{tag}-{g}", tag=tag,
+                          vmstate="snap", devices=["snap"])
+            rec["status"] = "completed" if len(vms) == len(guests) else "guest gone"
+        except Exception as e:  # pylint: disable=broad-except
+            rec["status"] = "failed"
+            rec["error"] = str(e).replace(" ", "_")[:200]
+            log(f"snapshot {op} {tag} of guest(s) {guests} failed: {e}")
+        finally:
+            for _, vm in vms:
+                try:
+                    vm.qmp("cont")
+                except Exception:  # pylint: disable=broad-except
+                    pass
+        rec["ms"] = round((time.monotonic() - t0) * 1000)
+        log(f"snapshot {op} {tag} of guest(s) {rec['guests']}: {rec['status']} in {rec['ms']} ms")
+        self.snapshot_log.append(rec)
+        with open(os.path.join(self.dir, "snapshots"), "w", encoding="utf-8") as f:
+            for r in self.snapshot_log:
+                f.write(" ".join(f"{k}={v}" for k, v in r.items()) + "\n")
+        return rec
 
     def _write_migrations(self):
         with open(os.path.join(self.dir, "migrations"), "w", encoding="utf-8") as f:
@@ -712,6 +803,7 @@ class GuestRun:
                 time.sleep(0.25)
                 t = self.elapsed()
                 self._migrate_due()
+                self._snapshot_due()
                 for i in range(1, self.n + 1):
                     self._read_log(i, on_line)
                     if i not in self.ready and self.marker(i, "QHCA-GUEST-READY"):
