@@ -350,7 +350,7 @@ static void build(unsigned scen)
     sf_pair.step_limit = 0;
     sf_pair.time_limit = 0;
     cores_live = true;
-    if (!hx_pair_setup(&sf_pair)) {
+    if (!hx_pair_setup(&sf_pair) || !sf_base()) {
         sf_fail("the pair could not be set up");
     }
     if (!sf_scens[scen].setup() || sf_pair.stopped) {

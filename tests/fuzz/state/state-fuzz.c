@@ -276,7 +276,10 @@ static void run(int64_t ns, unsigned steps)
     hx_poll_all(B, 256, ARM_ALL);
 }
 
-/* Work on @d's QPs (its view of them), to the peer's MR at 0x3b0000 on */
+/*
+ * Work on @d's QPs (its view of them), to the peer's MR at 0x3b0000 on;
+ * on A a BIND_MW of its type 1 window too
+ */
 static void work(HxDev *d, uint32_t tag)
 {
     HxQp *rc = sf_qp(d, HX_QP_RC);
@@ -299,6 +302,19 @@ static void work(HxDev *d, uint32_t tag)
             700, 0);
     sf_post(d, sf_qp(d, HX_QP_UD), QHCA_WQE_SEND, tag | 12, 0x385000, 512,
             0);
+    if (d == A) {
+        /* a local operation: A's type 1 window bound (over the MR) */
+        struct qhca_send_wqe w = hx_wqe(QHCA_WQE_BIND_MW, tag | 13);
+
+        w.bind.addr = cpu_to_le64(d->drv.mr.iova + 0x390000);
+        w.bind.length = cpu_to_le64(8192);
+        w.bind.mr_lkey = cpu_to_le32(d->drv.mr.key);
+        w.bind.mw_key = cpu_to_le32(sf_mw1_key);
+        w.bind.new_key = cpu_to_le32((sf_mw1_key & ~0xffu) |
+                                     ((sf_mw1_key + 1) & 0xff));
+        w.bind.access = cpu_to_le32(QHCA_ACCESS_REMOTE_READ);
+        hx_post_send(d, rc, &w, NULL, 0, NULL, 0, true);
+    }
 }
 
 static unsigned count_objects(HxDev *d)

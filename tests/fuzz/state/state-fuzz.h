@@ -44,6 +44,12 @@ typedef struct SfScen {
 
 extern const SfScen sf_scens[];
 extern const unsigned sf_nscens;
+/*
+ * What every scenario starts from (after hx_pair_setup()): more objects
+ * of A; the key of its type 1 window, unbound
+ */
+bool sf_base(void);
+extern uint32_t sf_mw1_key;
 
 /*
  * Checkpoints (state-ckpt.c).  sf_ckpt_restore() puts the pair where

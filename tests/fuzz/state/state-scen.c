@@ -1222,6 +1222,24 @@ static bool cmd_pending_done(void)
     return live_rc();
 }
 
+/*
+ * What every scenario starts from, after hx_pair_setup(): on A two
+ * windows, unbound (type 1 and type 2), and its UD QP attached to the
+ * group 239.0.0.1, so that every seed has a window and a group
+ */
+uint32_t sf_mw1_key;
+
+bool sf_base(void)
+{
+    uint8_t g[16];
+    uint32_t k2;
+
+    hx_gid_ipv4(g, 0xef000001);
+    return alloc_mw(A, QHCA_MW_TYPE_1, &sf_mw1_key) &&
+           alloc_mw(A, QHCA_MW_TYPE_2, &k2) &&
+           attach(A, sf_qp(A, HX_QP_UD)->qpn, g);
+}
+
 /* Plans of the seeds (state-fuzz.c SF_PLAN_*): the default and others */
 #define P_WORK          0x06    /* work on both, frames to A lost */
 #define P_KEEP          0x07    /* ... the frames kept */
