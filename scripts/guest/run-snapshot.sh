@@ -11,7 +11,7 @@
 #             programs are at one consistent moment again, and the run goes
 #             on over the same QPs to its end with every byte and every
 #             completion right
-#   one alone ib_send_bw runs; both guests are saved (tag b), and only
+#   one alone ib_send_bw -b (both ways) runs; both guests are saved (tag b), and only
 #             guest 1 is loaded back: its QPs are behind the peer's. Nothing
 #             crashes, both programs end (neither hangs) with an error
 #             completion, and the QPs end in a defined state: the device
@@ -48,8 +48,10 @@ counters() {
 }
 c0=$(counters)
 port=$((port + 1))
-_o="-d \$PAIR_DEV -x \$PAIR_GIDX -p $port -s 4096 -D $SECS -F"
-pair_test "snapshot: ib_send_bw, guest 1 loaded alone" 1 2 $((SECS + 240)) "tcp:$port" \
+# -b: both sides send, so both requesters meet the other's state (a
+# receiver alone would wait for ever for a peer whose QP has failed)
+_o="-d \$PAIR_DEV -x \$PAIR_GIDX -p $port -s 4096 -D $SECS -F -b"
+pair_test "snapshot: ib_send_bw -b, guest 1 loaded alone" 1 2 $((SECS + 240)) "tcp:$port" \
 	"ib_send_bw $_o" "$(ask b 1) ib_send_bw $_o \$SRV" >/dev/null 2>&1
 _rc=$?
 c1=$(counters)
