@@ -23,6 +23,11 @@
 #define PSN_OK(v)       ((v) <= QHCA_ROCE_PSN_MASK)
 /* The most response packets of one READ: the longest message at 256 B */
 #define MAX_READ_NPKT   (QHCA_MAX_MSG_BYTES / 256)
+/*
+ * The congestion window, in packets, is below the QP's window: at most
+ * QHCA_WINDOW_LIMIT bytes at the smallest MTU, 256 bytes
+ */
+#define MAX_CWND        (QHCA_WINDOW_LIMIT / 256)
 /* Round trips beyond a minute are not measured ones */
 #define MAX_RTT_NS      (60 * 1000000000LL)
 /*
@@ -377,7 +382,7 @@ bool qhca_qp_engine_load_cc(QhcaCore *c, QhcaQp *qp, QhcaStreamR *r)
     if (!qhca_r_ok(r)) {
         return false;
     }
-    if (e->cwnd > QHCA_WINDOW_MAX || pending > 1 ||
+    if (e->cwnd > MAX_CWND || pending > 1 ||
         !PSN_OK(e->rtt_psn) || !CLOCK_OK(e->rtt_t0) ||
         e->srtt_ns < 0 || e->srtt_ns > MAX_RTT_NS ||
         e->rttvar_ns < 0 || e->rttvar_ns > MAX_RTT_NS) {

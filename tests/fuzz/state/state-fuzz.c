@@ -63,7 +63,8 @@
  * the current one, save(load(x)) == x.  QHCA_FUZZ_STATE_SEEDS=1: every input is a
  * real stream, a refused one fails; each says whether it is the stream
  * the scenario gives now (==qhca-fuzz-state== seed current/stale).
- * QHCA_FUZZ_STATE_VERBOSE=1 prints why a stream was refused.
+ * QHCA_FUZZ_STATE_VERBOSE=1 prints why a stream was refused;
+ * QHCA_FUZZ_STATE_DUMP=FILE writes a state A saved and then refused there.
  *
  * `qhca-fuzz-state --write-corpus DIR` writes the seeds, one per scenario,
  * each checked by its real migration first.
@@ -227,6 +228,17 @@ static void assert_reset(HxDev *d, const char *why)
     }
 }
 
+/* QHCA_FUZZ_STATE_DUMP=FILE: the state A saved and then refused, there */
+static void dump_refused(const GByteArray *s)
+{
+    const char *path = getenv("QHCA_FUZZ_STATE_DUMP");
+
+    if (path && *path &&
+        !g_file_set_contents(path, (const char *)s->data, s->len, NULL)) {
+        sf_note(true, "cannot write %s", path);
+    }
+}
+
 /*
  * A's state, saved, loads again with the same budget and live QPs and
  * saves as the same bytes (@expect: and is those bytes)
@@ -250,6 +262,7 @@ static void roundtrip(const char *when, const GByteArray *expect)
                 "%zu (%u bytes, %u before)", when, i, s1->len, expect->len);
     }
     if (!qhca_core_load(c, s1->data, s1->len, &why)) {
+        dump_refused(s1);
         sf_fail("%s: device A's state, saved, is refused: %s", when, why);
     }
     if (c->pages_used != pages || c->nlive != nlive) {
