@@ -15,7 +15,8 @@
  *               (default 1,8,1000,4096,65536,1m,r70000)
  *   -o OPS      write,read,send,sendimm,writeimm,atomic (default all)
  *   -n ITERS    operations per QP (default 100 when no -t is given)
- *   -t SECONDS  stop after this long; -t 0: run until SIGINT or SIGTERM
+ *   -t SECONDS  stop after this long (checkpoints not counted); -t 0: run
+ *               until SIGINT or SIGTERM
  *   -s SEED     seed of the patterns, random sizes and operands (default 1)
  *   -c SECONDS  a checkpoint this often: the server checks every byte of
  *               its memory (default 5; 0: at the end only)
