@@ -58,13 +58,24 @@ perf() {
 # --- qhca-verify: every byte, every completion (guest-driver/tools/qhca-verify.c) ------------
 # 8 QPs, each of its 40 operations (WRITE read back, READ, SEND, SEND with
 # immediate, WRITE with immediate, FETCH_ADD/CMP_SWP in turn) of 1 B to
-# 1 MiB; then 64 QPs of 1 B to 16 KiB
+# 1 MiB; then 64 QPs of 1 B to 16 KiB. Between two Soft-RoCE guests (the
+# rxe group) smaller: Soft-RoCE (6.12) against itself completes some
+# 1 MiB READs with IBV_WC_SUCCESS but the end of their data missing, and
+# with 64 QPs some atomics without their result written (rxe_comp.c:827
+# warns then; docs/testing.md, "The verifying workload")
+if [ "$PAIR_DEV" = rxe0 ]; then
+	V1="-q 4 -n 30 -S 1,8,1000,4096,65536,256k,r70000" V1_SIZES="1 B to 256 KiB"
+	V2="-q 16 -D 4 -n 20 -S 1,8,1000,4096,r16384" V2_QPS=16
+else
+	V1="-q 8 -n 40" V1_SIZES="1 B to 1 MiB"
+	V2="-q 64 -D 8 -n 20 -S 1,8,1000,4096,r16384" V2_QPS=64
+fi
 vport
-vcheck "qhca-verify -q 8 -n 40: WRITE, READ, SEND, SEND/WRITE with immediate, atomics, 1 B to 1 MiB" \
-	1 2 180 $VPORT "\$PAIR_GIDX" "-q 8 -n 40"
+vcheck "qhca-verify ${V1%% -S*}: WRITE, READ, SEND, SEND/WRITE with immediate, atomics, $V1_SIZES" \
+	1 2 180 $VPORT "\$PAIR_GIDX" "$V1"
 vport
-vcheck "qhca-verify -q 64 -D 8 -n 20: the same on 64 QPs, 1 B to 16 KiB" \
-	1 2 180 $VPORT "\$PAIR_GIDX" "-q 64 -D 8 -n 20 -S 1,8,1000,4096,r16384"
+vcheck "qhca-verify ${V2%% -S*}: the same on $V2_QPS QPs, 1 B to 16 KiB" \
+	1 2 180 $VPORT "\$PAIR_GIDX" "$V2"
 
 # --- ibv_*_pingpong (RC, UC, UD, SRQ) ---------------------------------------------------------
 # -c compares one byte of each page (byte 0 of each 4 KiB): the programs
