@@ -13,6 +13,26 @@
 #include "qhca-roce.h"
 #include "trace.h"
 
+/*
+ * The doorbell page and queue geometry a QP may have (CREATE_QP's, and a
+ * QP's in a saved state); @has_rq: it has its own receive queue (no SRQ)
+ */
+bool qhca_qp_geometry_ok(uint32_t db_page, uint32_t sq_log_depth,
+                         uint32_t sq_log_stride, bool has_rq,
+                         uint32_t rq_log_depth, uint32_t rq_log_stride,
+                         uint32_t max_inline)
+{
+    return db_page < QHCA_DB_PAGES &&
+           sq_log_stride >= QHCA_SEND_WQE_MIN_LOG_STRIDE &&
+           sq_log_stride <= QHCA_WQE_MAX_LOG_STRIDE &&
+           (!has_rq || (rq_log_stride >= QHCA_RECV_WQE_MIN_LOG_STRIDE &&
+                        rq_log_stride <= QHCA_WQE_MAX_LOG_STRIDE)) &&
+           max_inline <= QHCA_MAX_INLINE &&
+           max_inline <= (1u << sq_log_stride) - QHCA_SEND_WQE_HDR_SIZE &&
+           sq_log_depth <= (uint32_t)ctz32(QHCA_MAX_QP_WR) &&
+           (!has_rq || rq_log_depth <= (uint32_t)ctz32(QHCA_MAX_QP_WR));
+}
+
 int qhca_cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
 {
     const struct qhca_cmd_create_qp *p = &x->cmd->create_qp;
@@ -45,15 +65,9 @@ int qhca_cmd_create_qp(QhcaCore *c, QhcaCmdCtx *x)
             return QHCA_CMD_ERR_PARAM;
         }
     }
-    if (db_page >= QHCA_DB_PAGES ||
-        p->sq_log_stride < QHCA_SEND_WQE_MIN_LOG_STRIDE ||
-        p->sq_log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
-        (!srq && (p->rq_log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE ||
-                  p->rq_log_stride > QHCA_WQE_MAX_LOG_STRIDE)) ||
-        max_inline > QHCA_MAX_INLINE ||
-        max_inline > (1u << p->sq_log_stride) - QHCA_SEND_WQE_HDR_SIZE ||
-        p->sq_log_depth > ctz32(QHCA_MAX_QP_WR) ||
-        (!srq && p->rq_log_depth > ctz32(QHCA_MAX_QP_WR))) {
+    if (!qhca_qp_geometry_ok(db_page, p->sq_log_depth, p->sq_log_stride,
+                             !srq, p->rq_log_depth, p->rq_log_stride,
+                             max_inline)) {
         QHCA_GUEST_ERROR(c, create_qp_bad_queue_geometry, p->type, db_page,
                          p->sq_log_depth, p->sq_log_stride, p->rq_log_depth,
                          p->rq_log_stride, max_inline, srqn);

@@ -407,11 +407,7 @@ static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
     if (!LOOKUP(c, pd, pdn)) {
         return QHCA_CMD_ERR_HANDLE;
     }
-    if (db_page >= QHCA_DB_PAGES ||
-        p->log_stride < QHCA_RECV_WQE_MIN_LOG_STRIDE ||
-        p->log_stride > QHCA_WQE_MAX_LOG_STRIDE ||
-        p->log_depth > ctz32(QHCA_MAX_QP_WR) ||
-        limit >= (1u << p->log_depth)) {
+    if (!qhca_srq_geometry_ok(db_page, p->log_depth, p->log_stride, limit)) {
         QHCA_GUEST_ERROR(c, create_srq_bad_geometry_limit, db_page,
                          p->log_depth, p->log_stride, limit);
         return QHCA_CMD_ERR_PARAM;
@@ -433,6 +429,17 @@ static int cmd_create_srq(QhcaCore *c, QhcaCmdCtx *x)
     c->srq[n] = srq;
     x->result = n;
     return QHCA_CMD_OK;
+}
+
+/* The doorbell page, geometry and limit an SRQ may have (as for a QP) */
+bool qhca_srq_geometry_ok(uint32_t db_page, uint32_t log_depth,
+                          uint32_t log_stride, uint32_t limit)
+{
+    return db_page < QHCA_DB_PAGES &&
+           log_stride >= QHCA_RECV_WQE_MIN_LOG_STRIDE &&
+           log_stride <= QHCA_WQE_MAX_LOG_STRIDE &&
+           log_depth <= (uint32_t)ctz32(QHCA_MAX_QP_WR) &&
+           limit < (1u << log_depth);
 }
 
 static int cmd_modify_srq(QhcaCore *c, QhcaCmdCtx *x)

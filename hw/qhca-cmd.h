@@ -15,6 +15,13 @@
 void qhca_cmdq_run(QhcaCore *c);
 /* Free every object, dependents first (reset, unrealize) */
 void qhca_free_all(QhcaCore *c);
+/* The geometry CREATE_QP and CREATE_SRQ accept (a loaded state's too) */
+bool qhca_qp_geometry_ok(uint32_t db_page, uint32_t sq_log_depth,
+                         uint32_t sq_log_stride, bool has_rq,
+                         uint32_t rq_log_depth, uint32_t rq_log_stride,
+                         uint32_t max_inline);
+bool qhca_srq_geometry_ok(uint32_t db_page, uint32_t log_depth,
+                          uint32_t log_stride, uint32_t limit);
 /* Put a QP that is set up into the table, with its references and engine */
 void qhca_qp_install(QhcaCore *c, QhcaQp *qp);
 

@@ -548,9 +548,8 @@ static bool load_srq(QhcaCore *c, QhcaStreamR *r)
         !slot_ok(r, (void **)c->srq, QHCA_MAX_SRQ, 1, n, "SRQ")) {
         return false;
     }
-    if (!LOOKUP(c, pd, pdn) || db_page >= QHCA_DB_PAGES) {
-        return qhca_r_fail(r, "SRQ %u: bad PD %u or doorbell page %u", n,
-                           pdn, db_page);
+    if (!LOOKUP(c, pd, pdn)) {
+        return qhca_r_fail(r, "SRQ %u: no PD %u", n, pdn);
     }
     srq = g_new0(QhcaSrq, 1);
     if (!load_ring(c, r, &srq->ring, QHCA_RECV_WQE_MIN_LOG_STRIDE,
@@ -558,11 +557,12 @@ static bool load_srq(QhcaCore *c, QhcaStreamR *r)
         g_free(srq);
         return false;
     }
-    if (srq->ring.log_depth > (uint32_t)ctz32(QHCA_MAX_QP_WR) ||
-        limit >= (1u << srq->ring.log_depth)) {
+    if (!qhca_srq_geometry_ok(db_page, srq->ring.log_depth,
+                              srq->ring.log_stride, limit)) {
         qhca_pages_free(c, &srq->ring.mem);
         g_free(srq);
-        return qhca_r_fail(r, "SRQ %u: bad depth or limit %u", n, limit);
+        return qhca_r_fail(r, "SRQ %u: bad doorbell page %u, depth or limit "
+                           "%u", n, db_page, limit);
     }
     srq->pdn = pdn;
     srq->db_page = db_page;
@@ -719,7 +719,6 @@ static bool load_qp(QhcaCore *c, QhcaStreamR *r)
         !LOOKUP(c, pd, pdn) || !LOOKUP(c, cq, scqn) || !LOOKUP(c, cq, rcqn) ||
         (srqn != QHCA_NO_SRQ &&
          (!srq || srq->pdn != pdn || type == QHCA_QPT_GSI)) ||
-        db_page >= QHCA_DB_PAGES || max_inline > QHCA_MAX_INLINE ||
         sig_all > 1) {
         return qhca_r_fail(r, "QP %u: bad type %u, PD %u, CQs %u/%u, SRQ "
                            "0x%x or doorbell page %u", n, type, pdn, scqn,
@@ -752,9 +751,10 @@ static bool load_qp(QhcaCore *c, QhcaStreamR *r)
     }
     qhca_r_bytes(r, &qp->attr, sizeof(qp->attr));
     qp->attr_set = qhca_r_u32(r);
-    if (!qhca_r_ok(r) || qp->sq.log_depth > (uint32_t)ctz32(QHCA_MAX_QP_WR) ||
-        (has_rq && qp->rq.log_depth > (uint32_t)ctz32(QHCA_MAX_QP_WR)) ||
-        max_inline > (1u << qp->sq.log_stride) - QHCA_SEND_WQE_HDR_SIZE ||
+    if (!qhca_r_ok(r) ||
+        !qhca_qp_geometry_ok(db_page, qp->sq.log_depth, qp->sq.log_stride,
+                             has_rq, qp->rq.log_depth, qp->rq.log_stride,
+                             max_inline) ||
         !qp_attr_ok(qp) ||
         !qhca_budget_charge(c, qhca_qp_engine_units(qp->sq.log_depth))) {
         qhca_r_fail(r, "QP %u: bad queues, attributes (state %u, set 0x%x) "
