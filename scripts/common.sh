@@ -199,7 +199,7 @@ QEMU_DIR=$BUILD/qemu          # build directory
 QEMU_BIN=$QEMU_DIR/qemu-system-x86_64
 QEMU_SAN_DIR=$BUILD/qemu-san  # clang, ASan+UBSan, libFuzzer (scripts/build qemu-san)
 # The qhca qtests (qtest/NAME.c, wired into QEMU's tests/qtest/meson.build by
-# scripts/qemu/0001-qhca-wiring.patch), built by scripts/build qemu
+# scripts/qemu/0004-qhca-qtests.patch), built by scripts/build qemu
 QEMU_QTESTS="qhca-test qhca-wire-test qhca-wire-resize-test qhca-transport-test
 	qhca-loopback-test qhca-uc-test qhca-ipv6-test qhca-mcast-test qhca-place-test
 	qhca-mw-test qhca-faults-test qhca-dgram-test qhca-teardown-test

@@ -20,7 +20,7 @@
  * leaves what a failure means to its caller (the qtests assert, the
  * harness and its fuzzer go on).  QEMU's build links this file into
  * libqos (scripts/build links tests/common/ into tests/qtest/libqos/,
- * scripts/qemu/0001-qhca-wiring.patch compiles it); the harness's
+ * scripts/qemu/0004-qhca-qtests.patch compiles it); the harness's
  * meson.build and scripts/fuzz compile it into the harness.
  *
  * Copyright (c) 2026 The qhca authors
