@@ -39,8 +39,17 @@ typedef uint64_t qhca_le64;
 /* ------------------------------------------------------------------------
  * PCI identity
  */
-#define QHCA_PCI_VENDOR_ID		0x1234	/* QEMU's experimental vendor */
-#define QHCA_PCI_DEVICE_ID		0x7148
+/*
+ * 1af4:10f0, the first ID of the range QEMU's docs/specs/pci-ids.rst gives
+ * "for experimental usage without registration" (1af4:10f0..10ff, Red
+ * Hat's vendor ID, whose 1000..10ff device IDs Red Hat donates to QEMU).
+ * Linux's virtio_pci matches vendor 1af4 with any device ID but leaves
+ * device IDs outside 0x1000..0x107f alone (-ENODEV). An official ID is
+ * needed before qhca is merged upstream or shipped in a distribution:
+ * docs/hardware.md, "PCI identity".
+ */
+#define QHCA_PCI_VENDOR_ID		0x1af4
+#define QHCA_PCI_DEVICE_ID		0x10f0
 #define QHCA_PCI_REVISION		0x01
 #define QHCA_PCI_CLASS			0x0280	/* network controller, other */
 

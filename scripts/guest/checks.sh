@@ -32,9 +32,9 @@ qhca_dmesg() {
 		tail -n "$1"
 }
 
-has_pci_device() {	# a 1234:7148 function
+has_pci_device() {	# a 1af4:10f0 function
 	for _d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$_d/vendor" 2>/dev/null):$(cat "$_d/device" 2>/dev/null)" = 0x1234:0x7148 ] &&
+		[ "$(cat "$_d/vendor" 2>/dev/null):$(cat "$_d/device" 2>/dev/null)" = 0x1af4:0x10f0 ] &&
 			return 0
 	done
 	return 1
@@ -48,7 +48,7 @@ why_no_device() {
 		_why=1
 	fi
 	if ! has_pci_device; then
-		echo "no qhca PCI device (1234:7148): QEMU ran without -device qhca (scripts/launch --no-qhca?)"
+		echo "no qhca PCI device (1af4:10f0): QEMU ran without -device qhca (scripts/launch --no-qhca?)"
 		_why=1
 	fi
 	if image_has qhca_ko && [ ! -d /sys/module/qhca ]; then

@@ -26,7 +26,7 @@ now_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 
 PCI=
 for d in /sys/bus/pci/devices/*; do
-	if [ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x7148 ]; then
+	if [ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1af4:0x10f0 ]; then
 		PCI=$d
 		break
 	fi
