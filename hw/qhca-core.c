@@ -63,6 +63,11 @@ typedef struct QhcaRxFrame {
     uint8_t data[];
 } QhcaRxFrame;
 
+bool qhca_core_ready(const QhcaCore *c)
+{
+    return c->status & QHCA_STATUS_READY;
+}
+
 bool qhca_core_can_receive(QhcaCore *c)
 {
     if (g_queue_get_length(&c->rxq) >= QHCA_RXQ_MAX_FRAMES ||
@@ -746,6 +751,23 @@ void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         core_receive(c, frame, len);
         core_leave(c);
     }
+}
+
+void qhca_core_receive_nowait(QhcaCore *c, const uint8_t *frame, size_t len)
+{
+    if (!core_enter(c)) {
+        return;
+    }
+    if (g_queue_get_length(&c->rxq) >= QHCA_RXQ_MAX_FRAMES ||
+        c->rxq_bytes >= QHCA_RXQ_MAX_BYTES) {
+        c->stat_rx_frames++;
+        c->stat_rx_bytes += len;
+        c->stat_rx_dropped++;
+        QHCA_TRACE_RX_DROP(len, QHCA_RX_DROP_RXQ_FULL);
+    } else {
+        core_receive(c, frame, len);
+    }
+    core_leave(c);
 }
 
 bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len)

@@ -26,7 +26,15 @@ void qhca_core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
 void qhca_core_run(QhcaCore *c);
 void qhca_core_timer(QhcaCore *c);
 bool qhca_core_can_receive(QhcaCore *c);
+/* Is the device enabled and taking frames (STATUS.READY)? */
+bool qhca_core_ready(const QhcaCore *c);
 void qhca_core_receive(QhcaCore *c, const uint8_t *frame, size_t len);
+/*
+ * A frame from a port that cannot make its sender wait (a port shared with
+ * the NIC, hw/qhca-port.c): received as by qhca_core_receive(), or dropped
+ * and counted when the receive queue is full (qhca_core_can_receive())
+ */
+void qhca_core_receive_nowait(QhcaCore *c, const uint8_t *frame, size_t len);
 bool qhca_core_loopback(QhcaCore *c, const uint8_t *frame, size_t len);
 void qhca_core_link_changed(QhcaCore *c);
 /*

@@ -335,6 +335,7 @@ static const char *const qhca_rx_drop_names[QHCA_RX_DROP__MAX] = {
     [QHCA_RX_DROP_DROP_PPM] = "dropped on purpose (drop-ppm)",
     [QHCA_RX_DROP_OWN_MAC] = "from our own MAC (a reflection)",
     [QHCA_RX_DROP_NOT_OUR_MAC] = "not for our MAC",
+    [QHCA_RX_DROP_RXQ_FULL] = "receive queue full (shared port)",
     [QHCA_RX_DROP_MCAST_MAC_UNICAST] = "multicast MAC, unicast address",
     [QHCA_RX_DROP_NOT_OUR_GID] = "not for one of our GIDs",
     [QHCA_RX_DROP_NO_QP] = "no such QP",

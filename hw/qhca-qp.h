@@ -82,6 +82,8 @@ typedef enum QhcaRxDrop {
     QHCA_RX_DROP_UC_INVALID_REQ = 30,
     QHCA_RX_DROP_UC_NO_RECV_WQE = 31,
     QHCA_RX_DROP_UC_PSN = 32,
+    /* the frame again (qhca_rx_drop), from a shared port */
+    QHCA_RX_DROP_RXQ_FULL = 33,
     QHCA_RX_DROP__MAX
 } QhcaRxDrop;
 

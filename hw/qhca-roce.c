@@ -821,6 +821,41 @@ bool qhca_roce_frame_dst_gid(const uint8_t *frame, size_t len, uint8_t *gid)
     }
 }
 
+bool qhca_roce_steer(const uint8_t *frame, size_t len, const uint8_t *mac)
+{
+    const uint8_t *ip = frame + QHCA_ROCE_IP_OFFSET;
+    size_t udp;
+
+    if (len < QHCA_ROCE_IP_OFFSET ||
+        (!(frame[0] & 1) && memcmp(frame, mac, 6))) {
+        return false;           /* neither to us nor multicast */
+    }
+    switch (roce_get16(frame + 12)) {
+    case QHCA_ROCE_ETHERTYPE_IPV4:
+        if (len < QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV4_HLEN ||
+            ip[ROCE_IP_VER_IHL] >> 4 != 4 ||
+            (ip[ROCE_IP_VER_IHL] & 0xf) < QHCA_ROCE_IPV4_HLEN / 4 ||
+            ip[ROCE_IP_PROTO] != QHCA_ROCE_IPPROTO_UDP ||
+            (roce_get16(ip + ROCE_IP_FRAG) &
+             (ROCE_IP_FLAG_MF | ROCE_IP_FRAG_OFF))) {
+            return false;
+        }
+        udp = QHCA_ROCE_IP_OFFSET + (ip[ROCE_IP_VER_IHL] & 0xf) * 4;
+        break;
+    case QHCA_ROCE_ETHERTYPE_IPV6:
+        if (len < QHCA_ROCE_IP_OFFSET + QHCA_ROCE_IPV6_HLEN ||
+            ip[ROCE_IP6_VER_TC_FLOW] >> 4 != 6 ||
+            ip[ROCE_IP6_NEXT] != QHCA_ROCE_IPPROTO_UDP) {
+            return false;
+        }
+        udp = QHCA_ROCE_IP6_UDP_OFFSET;
+        break;
+    default:
+        return false;
+    }
+    return len >= udp + 4 && roce_get16(frame + udp + 2) == QHCA_ROCE_UDP_DPORT;
+}
+
 static void roce_put_ext(uint8_t *p, QhcaRoceExt ext, const QhcaRoceHdr *h)
 {
     switch (ext) {

@@ -403,6 +403,18 @@ bool qhca_roce_frame_dst_gid(const uint8_t *frame, size_t len,
                              uint8_t *gid);
 
 /*
+ * Steering on a port shared with the guest's NIC (-device qhca,nic=ID):
+ * is this untrusted frame of len bytes RoCEv2 (UDP destination port 4791
+ * directly over IPv4 or IPv6, not an IPv4 fragment) and addressed to mac
+ * or to a multicast (or broadcast) MAC?  Reads no more than
+ * QHCA_ROCE_STEER_LEN bytes, and never past len.  Frames it refuses (other
+ * traffic, IPv4 fragments, IPv6 extension headers, VLAN tags) belong to
+ * the NIC.
+ */
+#define QHCA_ROCE_STEER_LEN     (QHCA_ROCE_ETH_HLEN + 60 + QHCA_ROCE_UDP_HLEN)
+bool qhca_roce_steer(const uint8_t *frame, size_t len, const uint8_t *mac);
+
+/*
  * Write the Ethernet, IPv4 (checksummed) or IPv6, UDP (checksum 0 until
  * qhca_roce_finish()), BTH and extension headers of a frame carrying
  * payload_len bytes into buf.

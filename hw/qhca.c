@@ -1,8 +1,9 @@
 /*
  * qhca: a software RDMA host channel adapter (RoCEv2), QEMU glue.
  *
- * QOM, PCI BARs, MSI-X, the NIC on the netdev backend, the bottom half and
- * the retransmission timer live here; the device logic is in qhca-core.c
+ * QOM, PCI BARs, MSI-X, the NIC on the netdev backend (or the port shared
+ * with another NIC, qhca-port.c), the bottom half and the retransmission
+ * timer live here; the device logic is in qhca-core.c
  * (registers, commands, objects) and qhca-qp.c (the transport).
  * The hardware contract is include/qhca_hw.h, linked into QEMU's tree as
  * include/hw/qhca/; docs/hardware.md describes it in prose.
@@ -29,6 +30,7 @@
 #include "net/net.h"
 #include "qom/object.h"
 #include "qhca-core.h"
+#include "qhca-port.h"
 #include "trace.h"
 
 #define TYPE_QHCA "qhca"
@@ -40,8 +42,11 @@ struct QhcaState {
     MemoryRegion reg_bar;
     MemoryRegion db_bar;
 
-    NICState *nic;
+    NICState *nic;              /* netdev=: a backend of its own */
     NICConf conf;
+    char *nic_id;               /* nic=: shares that NIC's backend ... */
+    QhcaPort *port;             /* ... through this filter on it */
+    bool port_up;               /* the port's link as the core last saw it */
 
     QEMUBH *bh;
     QEMUTimer *timer;
@@ -160,14 +165,41 @@ static void qhca_tx(void *opaque, const uint8_t *frame, size_t len)
 
     trace_qhca_tx_frame(len);
     qhca_core_loopback(&s->core, frame, len);
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    if (s->port) {
+        qhca_port_send(s->port, frame, len);
+    } else if (s->nic) {
+        qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    }
 }
 
 static bool qhca_link_up(void *opaque)
 {
     QhcaState *s = opaque;
 
+    if (s->nic_id) {
+        return s->port && qhca_port_link_up(s->port);
+    }
     return s->nic && !qemu_get_queue(s->nic)->link_down;
+}
+
+/*
+ * A shared port's link is the NIC's and its backend's; the net layer tells
+ * only them of a change (set_link), so the device looks whenever it runs,
+ * which every frame received makes it do
+ */
+static void qhca_port_poll(QhcaState *s)
+{
+    bool up;
+
+    if (!s->nic_id) {
+        return;
+    }
+    up = qhca_link_up(s);
+    if (up != s->port_up) {
+        s->port_up = up;
+        trace_qhca_link(up);
+        qhca_core_link_changed(&s->core);
+    }
 }
 
 static void qhca_schedule(void *opaque)
@@ -197,7 +229,9 @@ static void qhca_rx_resume(void *opaque)
 {
     QhcaState *s = opaque;
 
-    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    if (s->nic) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
 }
 
 static const QhcaCoreOps qhca_core_ops = {
@@ -227,6 +261,7 @@ static void qhca_bh(void *opaque)
         s->bh_held = true;
         return;
     }
+    qhca_port_poll(s);
     qhca_core_run(&s->core);
 }
 
@@ -245,6 +280,7 @@ static void qhca_timer_cb(void *opaque)
 {
     QhcaState *s = opaque;
 
+    qhca_port_poll(s);
     qhca_core_timer(&s->core);
 }
 
@@ -336,6 +372,36 @@ static void qhca_set_link_status(NetClientState *nc)
     qhca_core_link_changed(&s->core);
 }
 
+static bool qhca_port_accepting(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    return qhca_core_ready(&s->core);
+}
+
+static void qhca_port_receive(void *opaque, const uint8_t *frame, size_t len)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_rx_frame(len);
+    qhca_core_receive_nowait(&s->core, frame, len);
+}
+
+static void qhca_port_gone(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_port_gone();
+    s->port = NULL;
+    qhca_port_poll(s);
+}
+
+static const QhcaPortOps qhca_port_ops = {
+    .accepting = qhca_port_accepting,
+    .receive = qhca_port_receive,
+    .gone = qhca_port_gone,
+};
+
 static NetClientInfo qhca_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
@@ -343,6 +409,14 @@ static NetClientInfo qhca_net_info = {
     .receive = qhca_receive,
     .link_status_changed = qhca_set_link_status,
 };
+
+static void qhca_port_detach(QhcaState *s)
+{
+    if (s->port) {
+        qhca_port_free(s->port);
+        s->port = NULL;
+    }
+}
 
 static void qhca_realize(PCIDevice *pdev, Error **errp)
 {
@@ -360,6 +434,18 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "qhca: drop-ppm must be at most 1000000");
         return;
     }
+    if (s->nic_id) {
+        if (s->conf.peers.ncs[0]) {
+            error_setg(errp, "qhca: give nic= (share a NIC's backend) or "
+                       "netdev= (a backend of its own), not both");
+            return;
+        }
+        s->port = qhca_port_new(OBJECT(s), s->nic_id, s->conf.macaddr.a,
+                                &qhca_port_ops, s, errp);
+        if (!s->port) {
+            return;
+        }
+    }
     pdev->config[PCI_INTERRUPT_PIN] = 1;
 
     memory_region_init_io(&s->reg_bar, OBJECT(s), &qhca_reg_ops, s,
@@ -376,6 +462,7 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
 
     if (msix_init_exclusive_bar(pdev, QHCA_MSIX_VECTORS, QHCA_MSIX_BAR,
                                 errp)) {
+        qhca_port_detach(s);
         return;
     }
     for (i = 0; i < QHCA_MSIX_VECTORS; i++) {
@@ -384,16 +471,19 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
 
     if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
         error_setg(errp, "qhca: failed to initialize PCIe capability");
+        qhca_port_detach(s);
         msix_unuse_all_vectors(pdev);
         msix_uninit_exclusive_bar(pdev);
         return;
     }
 
-    qemu_macaddr_default_if_unset(&s->conf.macaddr);
-    s->nic = qemu_new_nic(&qhca_net_info, &s->conf,
-                          object_get_typename(OBJECT(s)), dev->id,
-                          &dev->mem_reentrancy_guard, s);
-    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    if (!s->port) {
+        qemu_macaddr_default_if_unset(&s->conf.macaddr);
+        s->nic = qemu_new_nic(&qhca_net_info, &s->conf,
+                              object_get_typename(OBJECT(s)), dev->id,
+                              &dev->mem_reentrancy_guard, s);
+        qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    }
 
     s->bh = qemu_bh_new_guarded(qhca_bh, s, &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
@@ -402,6 +492,7 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     s->core.drop_ppm = s->drop_ppm;
     s->core.drop_rng = s->conf.macaddr.a[5] + 1;
     s->vm_change = qemu_add_vm_change_state_handler(qhca_vm_change, s);
+    s->port_up = qhca_link_up(s);
 }
 
 /* What unrealize frees of the device logic and its timer, BH and NIC */
@@ -412,7 +503,9 @@ static void qhca_free_engine(QhcaState *s)
     qhca_core_cleanup(&s->core);
     timer_free(s->timer);
     qemu_bh_delete(s->bh);
-    qemu_del_nic(s->nic);
+    if (s->nic) {
+        qemu_del_nic(s->nic);
+    }
 }
 
 static void qhca_exit_deferred(void *opaque)
@@ -427,6 +520,12 @@ static void qhca_exit(PCIDevice *pdev)
 {
     QhcaState *s = QHCA(pdev);
 
+    /*
+     * The shared port goes at once, in either case below: its receive
+     * callback only queues (it is never on the stack here), and from now
+     * on the NIC's backend must not hand the device anything
+     */
+    qhca_port_detach(s);
     if (qhca_core_busy(&s->core)) {
         /*
          * Unplugged from inside device code: an interrupt or DMA write of
@@ -460,6 +559,8 @@ static void qhca_reset_hold(Object *obj, ResetType type)
 
 static const Property qhca_properties[] = {
     DEFINE_NIC_PROPERTIES(QhcaState, conf),
+    /* share this NIC's backend (one MAC, one port) instead of netdev= */
+    DEFINE_PROP_STRING("nic", QhcaState, nic_id),
     /* data in flight per QP; more than the default wants a lossless wire */
     DEFINE_PROP_UINT32("window-kib", QhcaState, window_kib,
                        QHCA_WINDOW_DEFAULT / 1024),

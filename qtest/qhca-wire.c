@@ -117,6 +117,8 @@ const uint8_t mac_a[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a };
 const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
 
 const char *pair_dev_props = "";
+const char *pair_nic;
+const char *pair_args = "";
 
 /* Give bridge @br a 64 MiB memory window at the bus's next free address */
 static void bridge_window(QPCIBus *bus, QPCIDevice *br)
@@ -161,8 +163,9 @@ static int pair_bridges(Pair *p, PairTopo topo)
 void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
 {
     g_autofree char *dump = NULL;
+    g_autofree char *ea = NULL, *eb = NULL;
     const char *pcap;
-    const char *b_bus;
+    const char *ports, *b_dev;
     int sa[2], sb[2];
     int i;
 
@@ -175,31 +178,50 @@ void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
         dump = g_strdup_printf("-object filter-dump,id=fa,netdev=na,file=%s",
                                pcap);
     }
+    /* B's bridges (before any device on them), then B */
     switch (topo) {
     case PAIR_B_PORT:
-        b_bus = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
-                "-device pcie-root-port,id=rp0,chassis=1,addr=06.0 "
-                "-device qhca,id=qb,bus=rp0";
+    case PAIR_B_NIC_PORT:
+        ports = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+                "-device pcie-root-port,id=rp0,chassis=1,addr=06.0";
+        b_dev = topo == PAIR_B_PORT ? "-device qhca,id=qb,bus=rp0" :
+                "-device qhca,id=qb,addr=05.0";
         break;
     case PAIR_B_SWITCH:
-        b_bus = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+        ports = "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
                 "-device pcie-root-port,id=rp0,chassis=1,addr=06.0 "
                 "-device x3130-upstream,id=up0,bus=rp0 "
-                "-device xio3130-downstream,id=dp0,bus=up0,chassis=2,slot=0 "
-                "-device qhca,id=qb,bus=dp0";
+                "-device xio3130-downstream,id=dp0,bus=up0,chassis=2,slot=0";
+        b_dev = "-device qhca,id=qb,bus=dp0";
         break;
     default:
-        b_bus = "-device qhca,id=qb,addr=05.0";
+        ports = "";
+        b_dev = "-device qhca,id=qb,addr=05.0";
         break;
     }
+    g_assert_true(pair_nic || topo != PAIR_B_NIC_PORT);
+    if (pair_nic) {
+        /* the NICs first: qhca's nic= names a device made before it */
+        ea = g_strdup_printf("-device %s,id=nica,netdev=na,romfile=,"
+                             "mac=52:54:00:00:00:0a,addr=08.0 "
+                             "-device qhca,id=qa,addr=04.0,nic=nica",
+                             pair_nic);
+        eb = g_strdup_printf("%s -device %s,id=nicb,netdev=nb,romfile=,"
+                             "mac=52:54:00:00:00:0b,%s %s,nic=nicb",
+                             ports, pair_nic,
+                             topo == PAIR_B_NIC_PORT ? "bus=rp0" : "addr=09.0",
+                             b_dev);
+    } else {
+        ea = g_strdup("-device qhca,id=qa,addr=04.0,netdev=na,"
+                      "mac=52:54:00:00:00:0a");
+        eb = g_strdup_printf("%s %s,netdev=nb,mac=52:54:00:00:00:0b", ports,
+                             b_dev);
+    }
     p->qs = qtest_pc_boot("-machine q35 -nodefaults -m %dM "
-                          "-netdev socket,id=na,fd=%d "
-                          "-device qhca,id=qa,addr=04.0,netdev=na,"
-                          "mac=52:54:00:00:00:0a%s "
-                          "-netdev socket,id=nb,fd=%d "
-                          "%s,netdev=nb,mac=52:54:00:00:00:0b%s %s",
-                          RAM_SIZE_MB, sa[1], pair_dev_props, sb[1], b_bus,
-                          pair_dev_props, dump ? dump : "");
+                          "-netdev socket,id=na,fd=%d %s%s "
+                          "-netdev socket,id=nb,fd=%d %s%s %s %s",
+                          RAM_SIZE_MB, sa[1], ea, pair_dev_props, sb[1], eb,
+                          pair_dev_props, dump ? dump : "", pair_args);
     close(sa[1]);
     close(sb[1]);
     p->w.fd[0] = sa[0];
@@ -210,8 +232,14 @@ void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
         p->w.last[i] = g_byte_array_new();
     }
     qhca_init(&p->a, p->qs->pcibus, QPCI_DEVFN(4, 0), &p->qs->alloc);
-    p->b_devfn = topo == PAIR_B_DIRECT ? QPCI_DEVFN(5, 0) :
-                 pair_bridges(p, topo);
+    if (topo == PAIR_B_DIRECT) {
+        p->b_devfn = QPCI_DEVFN(5, 0);
+    } else if (topo == PAIR_B_NIC_PORT) {
+        pair_bridges(p, PAIR_B_PORT);
+        p->b_devfn = QPCI_DEVFN(5, 0);
+    } else {
+        p->b_devfn = pair_bridges(p, topo);
+    }
     qhca_init(&p->b, p->qs->pcibus, p->b_devfn, &p->qs->alloc);
     p->a.idle = p->b.idle = wire_pump;
     qhca_enable(&p->a);

@@ -101,6 +101,7 @@ typedef enum PairTopo {
     PAIR_B_DIRECT,              /* on the root bus, 05.0 */
     PAIR_B_PORT,                /* behind root port rp0 */
     PAIR_B_SWITCH,              /* rp0, upstream port up0, downstream dp0 */
+    PAIR_B_NIC_PORT,            /* B direct, its NIC (pair_nic) behind rp0 */
 } PairTopo;
 
 typedef struct Pair {
@@ -118,6 +119,15 @@ extern const uint8_t mac_b[6];
 extern const ConnOpts rc_default_opts;
 /* More properties for both devices of the next pair_start(), e.g. ",a=b" */
 extern const char *pair_dev_props;
+/*
+ * NULL: each device has its own netdev (netdev=na, nb).  A NIC model
+ * ("virtio-net-pci", "rtl8139"): each device shares the backend of a NIC of
+ * that model instead (nic=nica, nicb; the NICs at 08.0 and 09.0 have the
+ * devices' MACs), as -device qhca,nic=ID does
+ */
+extern const char *pair_nic;
+/* More arguments for the next pair_start()'s QEMU, e.g. "-object ..." */
+extern const char *pair_args;
 
 /*
  * Start QEMU with devices A and B on the wire, both enabled; the devices'

@@ -203,7 +203,7 @@ QEMU_SAN_DIR=$BUILD/qemu-san  # clang, ASan+UBSan, libFuzzer (scripts/build qemu
 QEMU_QTESTS="qhca-test qhca-wire-test qhca-wire-resize-test qhca-transport-test
 	qhca-loopback-test qhca-uc-test qhca-ipv6-test qhca-mcast-test qhca-place-test
 	qhca-mw-test qhca-faults-test qhca-dgram-test qhca-teardown-test
-	qhca-migration-test qhca-migration-stream-test"
+	qhca-migration-test qhca-migration-stream-test qhca-port-test"
 KERNEL_DIR=$BUILD/kernel      # extracted image, modules, headers
 RDMA_CORE_SRC=$SRC/rdma-core
 RDMA_CORE_BUILD=$BUILD/rdma-core

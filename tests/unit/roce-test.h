@@ -110,6 +110,9 @@ void test_parse_bit_flips(void);
 void test_fuzz_random(void);
 void test_fuzz_mutate(void);
 
+/* roce-steer.c */
+void test_steer(void);
+
 /* roce-ipv6.c */
 void test_ip6_known_frame(void);
 void test_ip6_icrc_masked_fields(void);
