@@ -63,7 +63,16 @@
 enum qhca_dev_flag {
 	QHCA_DEV_DEAD,		/* no more commands; the device was reset */
 	QHCA_DEV_UNREGISTERING,	/* no more events to the RDMA core */
+	QHCA_DEV_WARNED_NO_NETDEV,	/* "no netdev has the MAC" said */
+	QHCA_DEV_WARNED_MAC_DIFFERS,	/* "netdev's MAC differs" said */
 };
+
+/*
+ * How long after registration (or after the paired netdev went away) the
+ * device may stay without a netdev of its MAC before the driver warns:
+ * the guest NIC's driver may load after this one.
+ */
+#define QHCA_PAIR_WAIT_MS	10000
 
 /* A command in flight (one per command queue entry). */
 struct qhca_cmd_ctx {
@@ -178,6 +187,7 @@ struct qhca_dev {
 	struct work_struct gid_rescan_work;
 	struct work_struct port_work;
 	struct work_struct fatal_work;
+	struct delayed_work pair_check_work;	/* warns: no netdev paired */
 
 	/* Live objects, for the unload report */
 	atomic_t num_objects;

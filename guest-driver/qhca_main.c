@@ -93,6 +93,65 @@ static void qhca_update_port_state(struct qhca_dev *dev)
 						      IB_EVENT_PORT_ERR);
 }
 
+/*
+ * The paired netdev's MAC (ip link set DEV address ...) should be the
+ * device's: the peers resolve the IP addresses of the RoCEv2 GIDs to the
+ * netdev's MAC and send their RDMA frames there, where the device, which
+ * takes only frames to its own MAC, never sees them. Warn once per device
+ * with both MACs; the port state is the netdev's as before.
+ */
+static void qhca_check_netdev_mac(struct qhca_dev *dev,
+				  struct net_device *ndev)
+{
+	if (ether_addr_equal_unaligned(ndev->dev_addr, dev->mac)) {
+		if (test_bit(QHCA_DEV_WARNED_MAC_DIFFERS, &dev->flags))
+			ibdev_info(&dev->ibdev,
+				   "netdev %s has the device's MAC %pM again\n",
+				   netdev_name(ndev), dev->mac);
+		return;
+	}
+	if (test_and_set_bit(QHCA_DEV_WARNED_MAC_DIFFERS, &dev->flags))
+		return;
+	ibdev_warn(&dev->ibdev,
+		   "netdev %s MAC %pM differs from the device's MAC %pM: RDMA frames sent to %pM do not reach port %u (set it back with: ip link set %s address %pM)\n",
+		   netdev_name(ndev), ndev->dev_addr, dev->mac,
+		   ndev->dev_addr, QHCA_PORT, netdev_name(ndev), dev->mac);
+}
+
+/*
+ * No netdev has the device's MAC (a missing or different mac= on the
+ * guest NIC or on the qhca device): say so once per device, with the MAC
+ * and the Ethernet netdevs there are, instead of a port silently DOWN.
+ */
+static void qhca_pair_check(struct work_struct *work)
+{
+	struct qhca_dev *dev = container_of(to_delayed_work(work),
+					    struct qhca_dev, pair_check_work);
+	struct net_device *ndev;
+	char others[160];
+	int len = 0;
+
+	if (test_bit(QHCA_DEV_UNREGISTERING, &dev->flags))
+		return;
+	rtnl_lock();
+	if (dev->netdev ||
+	    test_and_set_bit(QHCA_DEV_WARNED_NO_NETDEV, &dev->flags)) {
+		rtnl_unlock();
+		return;
+	}
+	others[0] = '\0';
+	for_each_netdev(&init_net, ndev) {
+		if (ndev->type != ARPHRD_ETHER || ndev->addr_len != ETH_ALEN)
+			continue;
+		len += scnprintf(others + len, sizeof(others) - len, " %s %pM",
+				 netdev_name(ndev), ndev->perm_addr);
+	}
+	ibdev_warn(&dev->ibdev,
+		   "no netdev has the device's MAC %pM: port %u stays DOWN until one does (give the guest NIC and the qhca device the same mac=); Ethernet netdevs (permanent MAC):%s\n",
+		   dev->mac, QHCA_PORT, len ? others : " none");
+	rtnl_unlock();
+}
+
 static void qhca_bind_netdev(struct qhca_dev *dev, struct net_device *ndev)
 {
 	int ret;
@@ -106,6 +165,7 @@ static void qhca_bind_netdev(struct qhca_dev *dev, struct net_device *ndev)
 
 	dev->netdev = ndev;
 	ibdev_info(&dev->ibdev, "bound to netdev %s\n", netdev_name(ndev));
+	qhca_check_netdev_mac(dev, ndev);
 	qhca_update_port_state(dev);
 
 	/*
@@ -129,6 +189,10 @@ static void qhca_unbind_netdev(struct qhca_dev *dev)
 	dev->netdev = NULL;
 	ibdev_info(&dev->ibdev, "unbound from netdev %s\n", netdev_name(ndev));
 	qhca_update_port_state(dev);
+	/* A netdev of this MAC may come back; warn if none does. */
+	if (!test_bit(QHCA_DEV_UNREGISTERING, &dev->flags))
+		mod_delayed_work(system_wq, &dev->pair_check_work,
+				 msecs_to_jiffies(QHCA_PAIR_WAIT_MS));
 }
 
 static int qhca_netdev_event(struct notifier_block *nb, unsigned long event,
@@ -158,6 +222,10 @@ static int qhca_netdev_event(struct notifier_block *nb, unsigned long event,
 	case NETDEV_CHANGE:
 		if (ndev == dev->netdev)
 			qhca_update_port_state(dev);
+		break;
+	case NETDEV_CHANGEADDR:
+		if (ndev == dev->netdev)
+			qhca_check_netdev_mac(dev, ndev);
 		break;
 	case NETDEV_CHANGEMTU:
 		/* query_port reads the MTU from the netdev each time. */
@@ -246,6 +314,12 @@ static int qhca_ib_register(struct qhca_dev *dev)
 		ib_unregister_device(ibdev);
 		return ret;
 	}
+	/* The replay found no netdev of the MAC: warn if none comes. */
+	rtnl_lock();
+	if (!dev->netdev)
+		mod_delayed_work(system_wq, &dev->pair_check_work,
+				 msecs_to_jiffies(QHCA_PAIR_WAIT_MS));
+	rtnl_unlock();
 
 	return 0;
 }
@@ -258,6 +332,7 @@ static void qhca_ib_unregister(struct qhca_dev *dev)
 	cancel_work_sync(&dev->fatal_work);
 	/* Replays NETDEV_UNREGISTER, which unbinds the netdev. */
 	unregister_netdevice_notifier(&dev->netdev_nb);
+	cancel_delayed_work_sync(&dev->pair_check_work);
 	cancel_work_sync(&dev->gid_rescan_work);
 	ib_unregister_device(&dev->ibdev);
 }
@@ -468,6 +543,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&dev->gid_rescan_work, qhca_gid_rescan);
 	INIT_WORK(&dev->port_work, qhca_port_work);
 	INIT_WORK(&dev->fatal_work, qhca_fatal_work);
+	INIT_DELAYED_WORK(&dev->pair_check_work, qhca_pair_check);
 	pci_set_drvdata(pdev, dev);
 
 	ret = pci_enable_device(pdev);
