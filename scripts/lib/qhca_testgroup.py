@@ -8,10 +8,10 @@ on with the group's prefix.
 
 import os
 import re
-import subprocess
 import time
 
 from qhca_guests import TOP, BUILD, log
+from qhca_progress import run_logged
 
 GUEST = os.path.join(TOP, "scripts", "guest")
 # console lines worth showing when a guest did not finish its checks
@@ -32,7 +32,8 @@ def run_dir(name):
 def build(group, targets, rundir):
     """scripts/build TARGET for each target (log in RUNDIR/build-TARGET.log);
     on a failure "not ok - GROUP: build TARGET" with the log's tail, False.
-    QHCA_GUEST_NO_BUILD=1 skips it (boot what is in build/)."""
+    QHCA_GUEST_NO_BUILD=1 skips it (boot what is in build/). A progress
+    line every 30 s on stderr while it runs (qhca_progress)."""
     if os.environ.get("QHCA_GUEST_NO_BUILD"):
         for t in targets:
             open(os.path.join(rundir, f"build-{t}.log"), "w", encoding="utf-8").close()
@@ -40,10 +41,8 @@ def build(group, targets, rundir):
     for t in targets:
         blog = os.path.join(rundir, f"build-{t}.log")
         log(f"scripts/build {t} (log: {blog})")
-        with open(blog, "w", encoding="utf-8") as f:
-            r = subprocess.run(["nice", os.path.join(TOP, "scripts", "build"), t],
-                               stdout=f, stderr=subprocess.STDOUT, check=False)
-        if r.returncode != 0:
+        if run_logged(["nice", os.path.join(TOP, "scripts", "build"), t], blog,
+                      f"scripts/build {t}") != 0:
             say(f"not ok - {group}: build {t}")
             for line in read_text(blog).splitlines()[-20:]:
                 say(f"# {line}")
