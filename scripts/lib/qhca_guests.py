@@ -234,8 +234,12 @@ class GuestRun:
 
     n            number of guests
     rxe          guest numbers (set) without a qhca device that use Soft-RoCE
-    one_segment  one Ethernet segment for every netdev (implied by rxe with
-                 qhca guests in the run)
+    two_networks each guest's qhca device has a netdev of its own on a
+                 second network (netdev=, the wiring before issue 23),
+                 instead of sharing its virtio-net's (nic=: one network,
+                 one MAC, one port)
+    one_segment  with two_networks: one Ethernet segment for every netdev
+                 (implied by rxe with qhca guests in the run)
     run_script   /qhca/run.sh of every guest; runs {i: script} per guest
     add          more files into every guest's /qhca/
     timeout      limit of the run script (guest side, rc 124), and the
@@ -243,8 +247,10 @@ class GuestRun:
     nice         run QEMU under nice(1), below builds and other work
     bridges      Linux bridges in a network namespace even for two guests
                  (what live migration needs: see migrate())
-    learning     the bridges learn MACs (ageing_time 300 s) instead of
-                 flooding like hubs
+    learning     the bridges learn MACs (ageing_time 300 s; the default
+                 with one network); False: they flood like hubs
+                 (ageing_time 0; the default with two_networks, where a
+                 guest's virtio-net and qhca share a MAC on two ports)
     migratable   guests that may be migrated: each gets a second tap on
                  each bridge for the QEMU it moves to
     migrate_plan [(guest, count, start_s, gap_s)]: migrations the host
@@ -261,13 +267,18 @@ class GuestRun:
                  accel="auto", append="", mem=1024, image=IMAGE,
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
                  mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
-                 learning=False, migratable=(), migrate_plan=(), snapshots=False):
+                 learning=None, migratable=(), migrate_plan=(), snapshots=False,
+                 two_networks=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
         self.rxe = set(rxe)
         self.no_qhca = no_qhca
-        self.one_segment = one_segment or (
+        if two_networks is None:
+            two_networks = os.environ.get("QHCA_NETWORKS", "1") == "2"
+        self.two_networks = two_networks
+        # one network: every netdev is on one segment anyway
+        self.one_segment = not two_networks or one_segment or (
             bool(self.rxe) and not no_qhca and len(self.rxe) < n)
         self.run_script = run_script
         self.runs = runs or {}
@@ -295,10 +306,10 @@ class GuestRun:
             raise ValueError("mtu must be 576..65535")
         if self.wire not in ("udp", "unix"):
             raise ValueError("wire must be udp or unix")
-        self.learning = learning
+        self.learning = (not two_networks) if learning is None else learning
         self.migratable = set(migratable)
         if (self.migratable or migrate_plan) and not bridges and not (
-                n >= 3 or self.one_segment):
+                n >= 3 or (two_networks and self.one_segment)):
             raise ValueError(
                 "live migration needs the bridge topology (bridges=True, "
                 "scripts/launch --bridges): on the two-guest UDP wire each guest's "
@@ -317,7 +328,7 @@ class GuestRun:
         self.accel_running = None
         self._alt = {}
         self.netns = None
-        if n >= 3 or (n >= 2 and (self.one_segment or bridges)):
+        if n >= 3 or (n >= 2 and ((two_networks and self.one_segment) or bridges)):
             self.netns = f"qhca-{os.getpid()}"
         self.ports = []
         self.vms = {}
@@ -339,6 +350,11 @@ class GuestRun:
     # -- topology --
     def has_qhca(self, i):
         return not self.no_qhca and i not in self.rxe
+
+    def nets(self):
+        """The networks: "ip" (the virtio-nets, and the qhca devices that
+        share their backends), and "rdma" for qhca's own netdevs."""
+        return ("ip", "rdma") if self.two_networks else ("ip",)
 
     def _netdev(self, net, i, alt=False):
         nid = f"{net}net"
@@ -377,7 +393,7 @@ class GuestRun:
         self._ip("netns", "add", self.netns)
         self._netns_made = True
         nsip = ["-n", self.netns]
-        for net in ("ip", "rdma"):
+        for net in self.nets():
             br = "br-ip" if net == "ip" or self.one_segment else "br-rdma"
             if self._ip(*nsip, "link", "show", br, check=False).returncode != 0:
                 # ageing_time 0: no learning, every frame floods as in a
@@ -430,13 +446,16 @@ class GuestRun:
                 "-kernel", KERNEL, "-initrd", os.path.join(self.dir, f"guest{i}.initrd"),
                 "-append", append,
                 "-netdev", self._netdev("ip", i, alt),
-                "-device", f"virtio-net-pci,netdev=ipnet,mac={mac(i)},romfile=,"
+                "-device", f"virtio-net-pci,netdev=ipnet,id=nic0,mac={mac(i)},romfile=,"
                            f"host_mtu={self.mtu}"]
-        if self.has_qhca(i):
+        if self.has_qhca(i) and self.two_networks:
             args += ["-netdev", self._netdev("rdma", i, alt),
                      "-device", f"qhca,netdev=rdmanet,mac={mac(i)}"]
+        elif self.has_qhca(i):
+            # one network: the virtio-net's backend, and its MAC
+            args += ["-device", "qhca,nic=nic0"]
         if self.capture and i == 1:
-            nd = "rdmanet" if self.has_qhca(1) else "ipnet"
+            nd = "rdmanet" if self.has_qhca(1) and self.two_networks else "ipnet"
             cap = self.capture + (f".{gen}" if gen else "")
             args += ["-object", f"filter-dump,id=capture,netdev={nd},file={cap}"]
         if self.snapshots:
@@ -670,7 +689,7 @@ class GuestRun:
         """Milliseconds after the switch-over until both learning bridges
         had guest I's MAC on its new taps (-1: not within WAIT_S)."""
         t0 = time.monotonic()
-        taps = [f"q{i}{net}" + ("m" if alt else "") for net in ("ip", "rdma")
+        taps = [f"q{i}{net}" + ("m" if alt else "") for net in self.nets()
                 if net == "ip" or self.has_qhca(i)]
         while time.monotonic() - t0 < wait_s:
             r = subprocess.run(["bridge", "-n", self.netns, "fdb", "show"],
