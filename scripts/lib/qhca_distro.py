@@ -4,7 +4,8 @@ serial console, with QEMU's own Python package (qemu.machine.QEMUMachine).
     from qhca_distro import DistroGuest, wire_pair
     a = DistroGuest("12", 1, run_dir, pkg_disk=...)
     b = DistroGuest("13", 2, run_dir, pkg_disk=...)
-    wire_pair(a, b)                   # -netdev dgram on 127.0.0.1, as scripts/launch
+    bridge_pair(a, b)                 # taps on a learning bridge, in a netns
+    # (or wire_pair(a, b): -netdev dgram on 127.0.0.1, as scripts/launch)
     a.boot(); b.boot()
     a.wait_shell(); b.wait_shell()
     rc, out = a.sh("ibv_devinfo", timeout=60)
@@ -13,14 +14,18 @@ serial console, with QEMU's own Python package (qemu.machine.QEMUMachine).
 Each guest boots the image's own kernel and initrd (-kernel/-initrd,
 root=/dev/vda) from its own sparse copy of the stock image, so what a guest
 installs stays for its next boot in the same run and the image itself is
-never written. The devices are those of scripts/launch: a virtio-net and a
-qhca device with the same MAC (52:54:00:71:48:<id>), on two networks (IP
-and RDMA), each a UDP -netdev dgram pair on 127.0.0.1 between two guests.
+never written. The devices are those of scripts/launch: a virtio-net
+(52:54:00:71:48:<id>) and a qhca device that shares its backend
+(-device qhca,nic=nic0: one network, one MAC, one port), on a tap of a
+learning Linux bridge in a network namespace made for the run
+(bridge_pair(); end_bridges() removes it), or on a UDP -netdev dgram
+pair on 127.0.0.1 between two guests (wire_pair()).
 The image logs root in on ttyS0 (the only change build-distro makes for
 control); commands are typed there and end with a marker line that carries
 their exit status.
 """
 
+import atexit
 import os
 import re
 import subprocess
@@ -57,6 +62,7 @@ class DistroGuest:
         self.qemu_bin = qemu_bin
         self.capture = capture
         self.netdevs = {}
+        self.netns = None           # bridge_pair(): QEMU runs in it
         self.vm = None
         self.boots = 0
         self._buf = b""
@@ -89,11 +95,11 @@ class DistroGuest:
         if self.pkg_disk:
             args += ["-drive", f"file={self.pkg_disk},if=virtio,format=raw,readonly=on"]
         args += ["-netdev", self.netdevs["ip"],
-                 "-device", f"virtio-net-pci,netdev=ipnet,mac={m},romfile=,host_mtu=9000",
-                 "-netdev", self.netdevs["rdma"],
-                 "-device", f"qhca,netdev=rdmanet,mac={m}"]
+                 "-device", f"virtio-net-pci,netdev=ipnet,id=nic0,mac={m},romfile=,"
+                            "host_mtu=9000",
+                 "-device", "qhca,nic=nic0"]
         if self.capture:
-            args += ["-object", f"filter-dump,id=capture,netdev=rdmanet,file={self.capture}"]
+            args += ["-object", f"filter-dump,id=capture,netdev=ipnet,file={self.capture}"]
         return args
 
     def boot(self):
@@ -103,8 +109,9 @@ class DistroGuest:
         self.boots += 1
         machine_cls = qemu_machine_class()
         tag = f"{self.name}.boot{self.boots}"
+        wrapper = ["ip", "netns", "exec", self.netns] if self.netns else []
         self.vm = machine_cls(self.qemu_bin, args=self.qemu_args(), name=tag,
-                              log_dir=self.dir, base_temp_dir=self.dir)
+                              wrapper=wrapper, log_dir=self.dir, base_temp_dir=self.dir)
         self.vm.set_console()
         with open(os.path.join(self.dir, f"{tag}.cmdline"), "w", encoding="utf-8") as f:
             f.write(" ".join([self.qemu_bin] + self.qemu_args()) + "\n")
@@ -248,11 +255,61 @@ class DistroGuest:
 
 
 def wire_pair(a, b):
-    """The two guests' IP and RDMA networks: one -netdev dgram pair each on
-    127.0.0.1 (UDP), as scripts/launch wires two guests."""
-    p = free_udp_ports(4)
-    for net, (pa, pb) in (("ip", (p[0], p[1])), ("rdma", (p[2], p[3]))):
-        for g, me, peer in ((a, pa, pb), (b, pb, pa)):
-            g.netdevs[net] = (f"dgram,id={net}net,local.type=inet,local.host=127.0.0.1,"
-                              f"local.port={me},remote.type=inet,remote.host=127.0.0.1,"
-                              f"remote.port={peer}")
+    """The two guests' network: one -netdev dgram pair on 127.0.0.1 (UDP),
+    as scripts/launch wires two guests."""
+    p = free_udp_ports(2)
+    for g, me, peer in ((a, p[0], p[1]), (b, p[1], p[0])):
+        g.netns = None
+        g.netdevs["ip"] = (f"dgram,id=ipnet,local.type=inet,local.host=127.0.0.1,"
+                           f"local.port={me},remote.type=inet,remote.host=127.0.0.1,"
+                           f"remote.port={peer}")
+
+
+# the run's network namespace of bridge_pair(), made once, removed at exit
+_NETNS = []
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], check=check, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
+
+
+def end_bridges():
+    """Remove bridge_pair()'s namespace (its bridge and taps with it)."""
+    while _NETNS:
+        _ip("netns", "del", _NETNS.pop(), check=False)
+
+
+def bridge_pair(a, b):
+    """The guests on taps of one learning Linux bridge (ageing_time 300 s,
+    as a switch; the NIC and the qhca device of a guest share its one
+    tap) in a network namespace made for the run, where their QEMUs run.
+    A guest keeps its tap (d<id>) for its next boot in the run."""
+    if not _NETNS:
+        ns = f"qhca-distro-{os.getpid()}"
+        _ip("netns", "del", ns, check=False)
+        _ip("netns", "add", ns)
+        _NETNS.append(ns)
+        atexit.register(end_bridges)
+        _ip("-n", ns, "link", "add", "br0", "type", "bridge", "ageing_time", "30000",
+            "stp_state", "0")
+        _ip("-n", ns, "link", "set", "br0", "mtu", "9000", "up")
+    ns = _NETNS[0]
+    for g in (a, b):
+        tap = f"d{g.gid}"
+        if _ip("-n", ns, "link", "show", tap, check=False).returncode != 0:
+            _ip("-n", ns, "tuntap", "add", "dev", tap, "mode", "tap")
+            _ip("-n", ns, "link", "set", tap, "mtu", "9000", "master", "br0", "up")
+        g.netns = ns
+        g.netdevs["ip"] = f"tap,id=ipnet,ifname={tap},script=no,downscript=no"
+
+
+def bridge_learnt(g):
+    """Has bridge_pair()'s bridge learnt guest G's MAC on its tap?"""
+    if not _NETNS:
+        return False
+    r = subprocess.run(["bridge", "-n", _NETNS[0], "fdb", "show", "br", "br0"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                       check=False)
+    return any(l.startswith(f"{mac(g.gid)} dev d{g.gid} ") and "permanent" not in l
+               for l in r.stdout.splitlines())
