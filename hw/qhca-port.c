@@ -22,16 +22,25 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "qapi/error.h"
 #include "qom/object_interfaces.h"
 #include "hw/qdev-core.h"
 #include "net/net.h"
+#include "net/checksum.h"
 #include "net/filter.h"
+#include "standard-headers/linux/virtio_net.h"
 #include "qhca-port.h"
 #include "qhca-roce.h"
 #include "trace.h"
+
+/*
+ * The longest virtio-net header a backend may carry before each frame
+ * (tap with a virtio-net peer: 10 or 12 bytes; 20 with a hash report)
+ */
+#define QHCA_PORT_VNET_HDR_MAX  64
 
 struct QhcaPort {
     NetFilterState parent_obj;
@@ -41,6 +50,25 @@ struct QhcaPort {
     uint8_t mac[6];
 };
 
+/*
+ * A checksum the sender left to the NIC (VIRTIO_NET_HDR_F_NEEDS_CSUM: a
+ * Soft-RoCE guest's virtio-net with offloads, over a tap): the ones'
+ * complement sum from csum_start to the end, stored at csum_start +
+ * csum_offset, as the NIC would.  A header that points outside the frame
+ * leaves it as it is (the device drops it if its checksum is wrong).
+ */
+static void qhca_port_finish_csum(uint8_t *frame, size_t len, size_t start,
+                                  size_t off)
+{
+    uint32_t sum;
+
+    if (start >= len || off > len - start || len - start - off < 2) {
+        return;
+    }
+    sum = net_checksum_add(len - start, frame + start);
+    stw_be_p(frame + start + off, net_checksum_finish_nozero(sum));
+}
+
 static ssize_t qhca_port_receive_iov(NetFilterState *nf,
                                      NetClientState *sender, unsigned flags,
                                      const struct iovec *iov, int iovcnt,
@@ -48,30 +76,48 @@ static ssize_t qhca_port_receive_iov(NetFilterState *nf,
 {
     QhcaPort *port = QHCA_PORT(nf);
     uint8_t hdr[QHCA_ROCE_STEER_LEN];
+    struct virtio_net_hdr vh = { 0 };
     g_autofree uint8_t *copy = NULL;
     const uint8_t *frame;
-    size_t size, n;
+    size_t vhl, size, n;
+    bool csum;
 
     /* only what the backend sends its NIC; frames to the wire pass */
     if (!port->ops || sender != nf->netdev) {
         return 0;
     }
-    n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+    /* a tap with a virtio-net peer puts a virtio-net header first */
+    vhl = flags & QEMU_NET_PACKET_FLAG_RAW ? 0 :
+          qemu_get_vnet_hdr_len(nf->netdev);
+    size = iov_size(iov, iovcnt);
+    if (vhl) {
+        if (vhl < sizeof(vh) || vhl > QHCA_PORT_VNET_HDR_MAX || size < vhl ||
+            iov_to_buf(iov, iovcnt, 0, &vh, sizeof(vh)) != sizeof(vh) ||
+            vh.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+            return 0;           /* not a frame the device could take */
+        }
+    }
+    n = iov_to_buf(iov, iovcnt, vhl, hdr, sizeof(hdr));
     if (!qhca_roce_steer(hdr, n, port->mac) ||
         !port->ops->accepting(port->opaque)) {
         return 0;
     }
-    size = iov_size(iov, iovcnt);
-    if (iovcnt == 1) {
-        frame = iov[0].iov_base;
+    size -= vhl;
+    csum = vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM;
+    if (iovcnt == 1 && !csum) {
+        frame = (const uint8_t *)iov[0].iov_base + vhl;
     } else {
         copy = g_malloc(size);
-        iov_to_buf(iov, iovcnt, 0, copy, size);
+        iov_to_buf(iov, iovcnt, vhl, copy, size);
+        if (csum) {
+            qhca_port_finish_csum(copy, size, lduw_le_p(&vh.csum_start),
+                                  lduw_le_p(&vh.csum_offset));
+        }
         frame = copy;
     }
     trace_qhca_port_rx(size);
     port->ops->receive(port->opaque, frame, size);
-    return size;
+    return size + vhl;
 }
 
 static void qhca_port_setup(NetFilterState *nf, Error **errp)
@@ -210,20 +256,31 @@ void qhca_port_free(QhcaPort *port)
 
 void qhca_port_send(QhcaPort *port, const uint8_t *frame, size_t len)
 {
+    static const uint8_t no_offload[QHCA_PORT_VNET_HDR_MAX];
     NetFilterState *nf = NETFILTER(port);
-    struct iovec iov = {
-        .iov_base = (void *)frame,
-        .iov_len = len,
-    };
+    struct iovec iov[2];
+    int vhl;
 
     /*
      * As the NIC sends: through the filters before this one (towards the
      * backend they run from the last to the first), then to the backend.
-     * Without a NIC (unplugged) nothing goes out.
+     * Without a NIC (unplugged) nothing goes out.  A backend that takes a
+     * virtio-net header before each frame gets one that asks for nothing
+     * (no checksum to finish, no segmentation).
      */
-    if (nf->netdev && nf->netdev->peer) {
-        qemu_netfilter_pass_to_next(nf->netdev->peer, 0, &iov, 1, nf);
+    if (!nf->netdev || !nf->netdev->peer) {
+        return;
     }
+    vhl = qemu_get_vnet_hdr_len(nf->netdev);
+    if (vhl < 0 || vhl > QHCA_PORT_VNET_HDR_MAX) {
+        return;
+    }
+    iov[0].iov_base = (void *)no_offload;
+    iov[0].iov_len = vhl;
+    iov[1].iov_base = (void *)frame;
+    iov[1].iov_len = len;
+    qemu_netfilter_pass_to_next(nf->netdev->peer, 0, vhl ? iov : iov + 1,
+                                vhl ? 2 : 1, nf);
 }
 
 bool qhca_port_link_up(QhcaPort *port)
