@@ -32,6 +32,7 @@
 #include "net/checksum.h"
 #include "net/filter.h"
 #include "standard-headers/linux/virtio_net.h"
+#include "qhca-compat.h"
 #include "qhca-port.h"
 #include "qhca-roce.h"
 #include "trace.h"
@@ -142,7 +143,7 @@ static void qhca_port_cleanup(NetFilterState *nf)
     }
 }
 
-static void qhca_port_class_init(ObjectClass *oc, void *data)
+static void qhca_port_class_init(ObjectClass *oc, const void *data)
 {
     NetFilterClass *nfc = NETFILTER_CLASS(oc);
 
@@ -151,19 +152,18 @@ static void qhca_port_class_init(ObjectClass *oc, void *data)
     nfc->receive_iov = qhca_port_receive_iov;
 }
 
-static const TypeInfo qhca_port_info = {
-    .name = TYPE_QHCA_PORT,
-    .parent = TYPE_NETFILTER,
-    .class_init = qhca_port_class_init,
-    .instance_size = sizeof(QhcaPort),
+QHCA_CLASS_INIT_COMPAT(qhca_port_class_init);
+
+static const TypeInfo qhca_port_types[] = {
+    {
+        .name = TYPE_QHCA_PORT,
+        .parent = TYPE_NETFILTER,
+        .class_init = QHCA_CLASS_INIT(qhca_port_class_init),
+        .instance_size = sizeof(QhcaPort),
+    },
 };
 
-static void qhca_port_register_types(void)
-{
-    type_register_static(&qhca_port_info);
-}
-
-type_init(qhca_port_register_types)
+DEFINE_TYPES(qhca_port_types)
 
 /* The network backend of the NIC device @nic_id, and the NIC's MAC */
 static NetClientState *qhca_port_backend(const char *nic_id, uint8_t *mac,

@@ -29,6 +29,7 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "qom/object.h"
+#include "qhca-compat.h"
 #include "qhca-core.h"
 #include "qhca-port.h"
 #include "trace.h"
@@ -658,7 +659,7 @@ static const VMStateDescription qhca_vmstate = {
     },
 };
 
-static void qhca_class_init(ObjectClass *klass, void *data)
+static void qhca_class_init(ObjectClass *klass, const void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);
@@ -675,22 +676,25 @@ static void qhca_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &qhca_vmstate;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, qhca_properties);
+    object_class_property_set_description(klass, "nic",
+        "ID of a NIC to share the backend and MAC of (one port; instead of "
+        "netdev=), given before this device");
+    object_class_property_set_description(klass, "window-kib",
+        "data in flight per QP, 16..4096 KiB");
+    object_class_property_set_description(klass, "drop-ppm",
+        "for tests: drop this many received frames per million, 0..1000000");
 }
 
-static const TypeInfo qhca_info = {
-    .name = TYPE_QHCA,
-    .parent = TYPE_PCI_DEVICE,
-    .instance_size = sizeof(QhcaState),
-    .class_init = qhca_class_init,
-    .interfaces = (InterfaceInfo[]) {
-        { INTERFACE_PCIE_DEVICE },
-        { }
+QHCA_CLASS_INIT_COMPAT(qhca_class_init);
+
+static const TypeInfo qhca_types[] = {
+    {
+        .name = TYPE_QHCA,
+        .parent = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(QhcaState),
+        .class_init = QHCA_CLASS_INIT(qhca_class_init),
+        .interfaces = QHCA_INTERFACES({ INTERFACE_PCIE_DEVICE }, { }),
     },
 };
 
-static void qhca_register_types(void)
-{
-    type_register_static(&qhca_info);
-}
-
-type_init(qhca_register_types)
+DEFINE_TYPES(qhca_types)
