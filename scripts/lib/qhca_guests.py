@@ -38,6 +38,7 @@ IMAGE = os.path.join(BUILD, "image", "initramfs.cpio.gz")
 QEMU_PYTHON = os.path.join(BUILD, "src", "qemu", "python")
 GUEST_LOCK = os.path.join(BUILD, ".guest-run.lock")
 KVM_PROBE = os.environ.get("QHCA_KVM_PROBE", os.path.join(BUILD, "kvm-probe"))
+OVS_PKGDATADIR = os.environ.get("OVS_PKGDATADIR", "/usr/share/openvswitch")
 
 
 def log(msg):
@@ -194,6 +195,13 @@ def free_udp_ports(n):
     return ports
 
 
+def _die_with_parent():
+    """preexec_fn: the child gets SIGTERM when this process dies
+    (prctl PR_SET_PDEATHSIG), so that no daemon of a run outlives it."""
+    import ctypes  # pylint: disable=import-outside-toplevel
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def kvm_usable():
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
@@ -259,6 +267,12 @@ class GuestRun:
     snapshots    each guest gets a qcow2 image (not attached to it) that
                  holds its internal snapshots: snapshot(), and
                  "QHCA-SNAPSHOT" console lines (_snapshot_request())
+    switch       what the bridges are: "linux" (Linux bridges, the
+                 default) or "ovs" (Open vSwitch bridges on OVS's
+                 userspace datapath, datapath_type=netdev, with its own
+                 ovsdb-server and ovs-vswitchd in the run's namespace and
+                 RUNDIR/ovs; implies bridges; docs/switches.md). Default:
+                 $QHCA_GUEST_SWITCH, else "linux"
     """
 
     # pylint: disable=too-many-instance-attributes,too-many-arguments
@@ -268,7 +282,7 @@ class GuestRun:
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
                  mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
                  learning=None, migratable=(), migrate_plan=(), snapshots=False,
-                 two_networks=None):
+                 two_networks=None, switch=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -307,6 +321,12 @@ class GuestRun:
         if self.wire not in ("udp", "unix"):
             raise ValueError("wire must be udp or unix")
         self.learning = (not two_networks) if learning is None else learning
+        self.switch = switch or os.environ.get("QHCA_GUEST_SWITCH", "linux")
+        if self.switch not in ("linux", "ovs"):
+            raise ValueError("switch must be linux or ovs")
+        # OVS's bridges replace the Linux bridges: the namespace topology
+        bridges = bridges or self.switch == "ovs"
+        self._ovs = {}
         self.migratable = set(migratable)
         if (self.migratable or migrate_plan) and not bridges and not (
                 n >= 3 or (two_networks and self.one_segment)):
@@ -392,10 +412,21 @@ class GuestRun:
         self._ip("netns", "del", self.netns, check=False)
         self._ip("netns", "add", self.netns)
         self._netns_made = True
+        try:
+            self._make_bridges()
+        except BaseException:
+            self._stop_networks()
+            raise
+
+    def _make_bridges(self):
         nsip = ["-n", self.netns]
+        if self.switch == "ovs":
+            self._ovs_start()
         for net in self.nets():
             br = "br-ip" if net == "ip" or self.one_segment else "br-rdma"
-            if self._ip(*nsip, "link", "show", br, check=False).returncode != 0:
+            if self.switch == "ovs":
+                self._ovs_bridge(br)
+            elif self._ip(*nsip, "link", "show", br, check=False).returncode != 0:
                 # ageing_time 0: no learning, every frame floods as in a
                 # hub; 30000 (centiseconds) is Linux's default
                 ageing = "30000" if self.learning else "0"
@@ -407,13 +438,149 @@ class GuestRun:
                     continue
                 for tap in [f"q{i}{net}"] + ([f"q{i}{net}m"] if i in self.migratable else []):
                     self._ip(*nsip, "tuntap", "add", "dev", tap, "mode", "tap")
-                    self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
+                    if self.switch == "ovs":
+                        self._ip(*nsip, "link", "set", tap, "mtu", "9000", "up")
+                        self._ovs_port(br, tap)
+                    else:
+                        self._ip(*nsip, "link", "set", tap, "mtu", "9000", "master", br, "up")
+
+    # -- Open vSwitch (switch="ovs"): its two daemons, run for this run only --
+    def _ovs_env(self):
+        run = os.path.join(self.dir, "ovs", "run")
+        return {**os.environ, "OVS_RUNDIR": run, "OVS_DBDIR": run, "OVS_SYSCONFDIR": run,
+                "OVS_LOGDIR": os.path.join(self.dir, "ovs"), "OVS_PKGDATADIR": OVS_PKGDATADIR}
+
+    def _ovs_cmd(self, *cmd, check=True):
+        """An OVS client (ovs-vsctl, ovs-appctl, ovs-ofctl, ovsdb-tool) on
+        this run's daemons; its stdout."""
+        r = subprocess.run(list(cmd), env=self._ovs_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, check=False, timeout=60)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()[:300]}")
+        return r.stdout
+
+    def _ovs_daemon(self, name, *args, ready=None):
+        run = self._ovs_env()["OVS_RUNDIR"]
+        out = open(os.path.join(self.dir, "ovs", f"{name}.out"), "ab")  # pylint: disable=consider-using-with
+        # ip netns exec execs the daemon: the PID is the daemon's. It ends
+        # with us (PR_SET_PDEATHSIG) if we are killed before _ovs_stop()
+        p = subprocess.Popen(["ip", "netns", "exec", self.netns, name, *args, "--pidfile",
+                              "--log-file"], env=self._ovs_env(), stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        out.close()
+        self._ovs.setdefault("procs", []).append(p)
+        t0 = time.monotonic()
+        while ready and not os.path.exists(os.path.join(run, ready)):
+            if p.poll() is not None or time.monotonic() - t0 > 20:
+                raise RuntimeError(f"{name} did not start (RUNDIR/ovs/{name}.log)")
+            time.sleep(0.05)
+
+    def _ovs_start(self):
+        """ovsdb-server and ovs-vswitchd in the run's namespace, with a
+        conf.db of their own in RUNDIR/ovs/run (logs in RUNDIR/ovs): the
+        host's OVS, if any, is not touched. Debian's openvswitch-switch is
+        not installed for the user: on a systemd host it starts and
+        enables host-wide daemons."""
+        missing = [t for t in ("ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-appctl",
+                               "ovs-ofctl", "ovsdb-tool") if not shutil.which(t)]
+        schema = os.path.join(OVS_PKGDATADIR, "vswitch.ovsschema")
+        if missing or not os.path.isfile(schema):
+            raise RuntimeError(
+                f"--switch ovs: no {' '.join(missing) or schema}: install Open vSwitch "
+                "(Debian: apt-get install openvswitch-switch; its service is not needed: "
+                "each run starts daemons of its own, docs/switches.md)")
+        run = self._ovs_env()["OVS_RUNDIR"]
+        shutil.rmtree(run, ignore_errors=True)
+        os.makedirs(run)
+        db = os.path.join(run, "conf.db")
+        self._ovs_cmd("ovsdb-tool", "create", db, schema)
+        self._ovs_daemon("ovsdb-server", db, f"--remote=punix:{run}/db.sock", ready="db.sock")
+        self._ovs_cmd("ovs-vsctl", "--no-wait", "init")
+        # without it ovs-vswitchd reads the taps by AF_PACKET without the
+        # virtio-net header: a frame whose checksum the guest left to the
+        # NIC (CHECKSUM_PARTIAL) goes out with it unfilled, and TCP between
+        # the guests fails (InCsumErrors); with it OVS keeps the header
+        self._ovs_cmd("ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".",
+                      "other_config:userspace-tso-enable=true")
+        self._ovs_daemon("ovs-vswitchd", f"unix:{run}/db.sock", ready="ovs-vswitchd.pid")
+
+    def _ovs_bridge(self, br):
+        vs = ["ovs-vsctl", "--timeout=30"]
+        if br in self._ovs_cmd(*vs, "list-br").split():
+            return
+        # the userspace datapath: no openvswitch kernel module needed
+        self._ovs_cmd(*vs, "add-br", br, "--", "set", "Bridge", br, "datapath_type=netdev",
+                      "other_config:mac-aging-time=300", "--", "set", "Interface", br,
+                      "mtu_request=9000")
+        if not self.learning:
+            # a hub: every frame to every other port (instead of NORMAL)
+            self._ovs_cmd("ovs-ofctl", "del-flows", br)
+            self._ovs_cmd("ovs-ofctl", "add-flow", br, "priority=0,actions=flood")
+
+    def _ovs_port(self, br, tap):
+        self._ovs_cmd("ovs-vsctl", "--timeout=30", "add-port", br, tap, "--", "set",
+                      "Interface", tap, "mtu_request=9000")
+        mtu = self._ovs_cmd("ovs-vsctl", "get", "Interface", tap, "mtu", check=False).strip()
+        if mtu != "9000":
+            log(f"ovs: port {tap} has MTU {mtu or '?'}, not 9000")
+
+    def _ovs_stop(self):
+        """Stop the run's two OVS daemons (by their PIDs), remove their
+        database and sockets; the logs stay in RUNDIR/ovs."""
+        for p in reversed(self._ovs.pop("procs", [])):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(self._ovs_env()["OVS_RUNDIR"], ignore_errors=True)
+
+    def fdb(self):
+        """What the switch learnt: [(bridge, MAC, port)] (Linux: bridge fdb;
+        OVS: ovs-appctl fdb/show, port numbers named), [] without bridges."""
+        res = []
+        if not self._netns_made:
+            return res
+        if self.switch == "ovs":
+            if not self._ovs.get("procs"):
+                return res
+            names = {}
+            for line in self._ovs_cmd("ovs-vsctl", "--format=csv", "--no-headings",
+                                      "--columns=ofport,name", "list", "Interface",
+                                      check=False).splitlines():
+                num, _, name = line.partition(",")
+                names[num.strip()] = name.strip().strip('"')
+            for br in self._ovs_cmd("ovs-vsctl", "list-br", check=False).split():
+                for line in self._ovs_cmd("ovs-appctl", "fdb/show", br,
+                                          check=False).splitlines()[1:]:
+                    f = line.split()
+                    if len(f) >= 3:
+                        res.append((br, f[2], names.get(f[0], f[0])))
+            return res
+        r = subprocess.run(["bridge", "-n", self.netns, "fdb", "show"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, check=False)
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) >= 5 and f[1] == "dev" and "master" in f and "permanent" not in f:
+                res.append((f[f.index("master") + 1], f[0], f[2]))
+        return res
 
     def _stop_networks(self):
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
             self.sockdir = None
         if self._netns_made:
+            # what the switch had learnt at the end: RUNDIR/fdb
+            try:
+                with open(os.path.join(self.dir, "fdb"), "w", encoding="utf-8") as f:
+                    for e in self.fdb():
+                        f.write(" ".join(e) + "\n")
+            except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+                log(f"{self.switch} fdb: {e}")
+            if self.switch == "ovs":
+                self._ovs_stop()
             self._ip("netns", "del", self.netns, check=False)
             self._netns_made = False
 
@@ -692,11 +859,7 @@ class GuestRun:
         taps = [f"q{i}{net}" + ("m" if alt else "") for net in self.nets()
                 if net == "ip" or self.has_qhca(i)]
         while time.monotonic() - t0 < wait_s:
-            r = subprocess.run(["bridge", "-n", self.netns, "fdb", "show"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, check=False)
-            have = {l.split()[2] for l in r.stdout.splitlines()
-                    if l.startswith(mac(i) + " dev ") and "permanent" not in l}
+            have = {port for _, m, port in self.fdb() if m == mac(i)}
             if all(t in have for t in taps):
                 return round((time.monotonic() - t0) * 1000)
             time.sleep(0.02)
