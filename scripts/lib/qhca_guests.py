@@ -580,6 +580,11 @@ class GuestRun:
             except (OSError, RuntimeError, subprocess.SubprocessError) as e:
                 log(f"{self.switch} fdb: {e}")
             if self.switch == "ovs":
+                # the ports' counters (drops among them): RUNDIR/ovs/dpctl-show
+                if self._ovs.get("procs"):
+                    with open(os.path.join(self.dir, "ovs", "dpctl-show"), "w",
+                              encoding="utf-8") as f:
+                        f.write(self._ovs_cmd("ovs-appctl", "dpctl/show", "-s", check=False))
                 self._ovs_stop()
             self._ip("netns", "del", self.netns, check=False)
             self._netns_made = False
