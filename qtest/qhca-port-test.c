@@ -398,6 +398,27 @@ static void test_port_unplug_qhca(void)
 }
 
 /*
+ * A SEND of 4 KiB posted on @e (of device @d) while its port leads
+ * nowhere: for 50 ms of the wire nothing of it reaches device @peer
+ */
+static void send_goes_nowhere(Pair *p, QQhca *d, End *e, QQhca *peer,
+                              uint64_t wr_id)
+{
+    uint32_t rx = rx_frames(peer);
+    Mr m = mr_reg(d, e->pdn, 4096, ALL_ACCESS, 0x300000);
+    struct qhca_sge s = sge(&m, 0, 4096);
+    struct qhca_send_wqe w = wqe(QHCA_WQE_SEND, wr_id);
+    int i;
+
+    post_send(e, &w, &s, 1, NULL, 0);
+    for (i = 0; i < 50; i++) {
+        settle(p, 1);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(rx_frames(peer), ==, rx);
+}
+
+/*
  * The NIC unplugged while the qhca device runs: the device stays, its port
  * goes down, what it sends goes nowhere, and it still takes commands; then
  * its backend is deleted too, and the port with it
@@ -406,11 +427,6 @@ static void test_port_unplug_nic(void)
 {
     Pair p;
     End a, b;
-    Mr mb;
-    struct qhca_sge s;
-    struct qhca_send_wqe w;
-    uint32_t a_rx;
-    int i;
 
     pair_nic = "virtio-net-pci";
     pair_start_topo(&p, WIRE_PASS, PAIR_B_NIC_PORT);
@@ -421,16 +437,7 @@ static void test_port_unplug_nic(void)
 
     unplug(&p, p.port, "nicb");
     g_assert_cmpuint(port_link(&p.b), ==, 0);
-    a_rx = rx_frames(&p.a);
-    mb = mr_reg(&p.b, b.pdn, 4096, ALL_ACCESS, 0x300000);
-    s = sge(&mb, 0, 4096);
-    w = wqe(QHCA_WQE_SEND, 0xd0);
-    post_send(&b, &w, &s, 1, NULL, 0);
-    for (i = 0; i < 50; i++) {
-        settle(&p, 1);
-        g_usleep(1000);
-    }
-    g_assert_cmpuint(rx_frames(&p.a), ==, a_rx);
+    send_goes_nowhere(&p, &p.b, &b, &p.a, 0xd0);
     g_assert_cmpuint(qhca_rd(&p.b, QHCA_REG_STATUS) & QHCA_STATUS_READY, ==,
                      QHCA_STATUS_READY);
     qhca_cmd_ok(&p.b, QHCA_CMD_QUERY_DEVICE, NULL, 0);
@@ -452,11 +459,6 @@ static void test_port_netdev_del(void)
 {
     Pair p;
     End a, b;
-    Mr ma;
-    struct qhca_sge s;
-    struct qhca_send_wqe w;
-    uint32_t b_rx;
-    int i;
 
     pair_nic = "virtio-net-pci";
     pair_start(&p, WIRE_PASS);
@@ -468,16 +470,7 @@ static void test_port_netdev_del(void)
     g_assert_false(qom_exists(p.qs->qts, "/machine/peripheral/qa/port"));
     g_assert_true(qom_exists(p.qs->qts, "/machine/peripheral/qa"));
     g_assert_cmpuint(port_link(&p.a), ==, 0);
-    b_rx = rx_frames(&p.b);
-    ma = mr_reg(&p.a, a.pdn, 4096, ALL_ACCESS, 0x300000);
-    s = sge(&ma, 0, 4096);
-    w = wqe(QHCA_WQE_SEND, 0xe0);
-    post_send(&a, &w, &s, 1, NULL, 0);
-    for (i = 0; i < 50; i++) {
-        settle(&p, 1);
-        g_usleep(1000);
-    }
-    g_assert_cmpuint(rx_frames(&p.b), ==, b_rx);
+    send_goes_nowhere(&p, &p.a, &a, &p.b, 0xe0);
     qhca_cmd_ok(&p.a, QHCA_CMD_QUERY_DEVICE, NULL, 0);
     qtest_qmp_assert_success(p.qs->qts, "{'execute': 'query-status'}");
     pair_stop(&p);
