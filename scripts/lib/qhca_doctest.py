@@ -67,10 +67,8 @@ PROMPT = re.compile(rb"root@debian[0-9]+:[^\n]*# ")
 DISTRO_REL = os.environ.get("QHCA_DOCTEST_DEBIAN", "12")
 LIBVIRT_GROUP = os.path.join(TOP, "scripts", "test.d", "libvirt")
 # indented blocks of output in sections this test does not own: reported,
-# not failed (they should become ```text blocks)
-EXEMPT_SECTIONS = {
-    ("docs/using-your-own-guest.md", "The port stays `PORT_DOWN`"),
-}
+# not failed (they should become ```text blocks); none now
+EXEMPT_SECTIONS = set()
 
 
 class DocError(Exception):
