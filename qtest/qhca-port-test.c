@@ -151,6 +151,20 @@ static void rc_traffic(Pair *p, End *a, End *b, uint32_t seed)
     g_assert_cmpmem(src, 65536, dst, 65536);
 }
 
+/*
+ * Devices A and B sharing NICs of model @nic (B where @topo puts it), an
+ * RC QP each, connected, and rc_traffic() between them
+ */
+static void shared_pair(Pair *p, const char *nic, PairTopo topo, End *a,
+                        End *b, uint32_t seed)
+{
+    pair_nic = nic;
+    pair_start_topo(p, WIRE_PASS, topo);
+    pair_nic = NULL;
+    rc_pair(p, a, b, NULL, false);
+    rc_traffic(p, a, b, seed);
+}
+
 static uint32_t port_link(QQhca *d)
 {
     struct qhca_port_attr pa;
@@ -367,11 +381,7 @@ static void test_port_unplug_qhca(void)
     Pair p;
     End a, b;
 
-    pair_nic = "rtl8139";
-    pair_start_ex(&p, WIRE_PASS, true);
-    pair_nic = NULL;
-    rc_pair(&p, &a, &b, NULL, false);
-    rc_traffic(&p, &a, &b, 4);
+    shared_pair(&p, "rtl8139", PAIR_B_PORT, &a, &b, 4);
     qtest_qmp_assert_success(p.qs->qts, "{'execute': 'object-add', "
                              "'arguments': {'qom-type': 'filter-dump', "
                              "'id': 'pb', 'netdev': 'nb', 'file': %s}}", pb);
@@ -428,11 +438,7 @@ static void test_port_unplug_nic(void)
     Pair p;
     End a, b;
 
-    pair_nic = "virtio-net-pci";
-    pair_start_topo(&p, WIRE_PASS, PAIR_B_NIC_PORT);
-    pair_nic = NULL;
-    rc_pair(&p, &a, &b, NULL, false);
-    rc_traffic(&p, &a, &b, 5);
+    shared_pair(&p, "virtio-net-pci", PAIR_B_NIC_PORT, &a, &b, 5);
     g_assert_cmpuint(port_link(&p.b), ==, 1);
 
     unplug(&p, p.port, "nicb");
@@ -460,11 +466,7 @@ static void test_port_netdev_del(void)
     Pair p;
     End a, b;
 
-    pair_nic = "virtio-net-pci";
-    pair_start(&p, WIRE_PASS);
-    pair_nic = NULL;
-    rc_pair(&p, &a, &b, NULL, false);
-    rc_traffic(&p, &a, &b, 6);
+    shared_pair(&p, "virtio-net-pci", PAIR_B_DIRECT, &a, &b, 6);
     qtest_qmp_assert_success(p.qs->qts, "{'execute': 'netdev_del', "
                              "'arguments': {'id': 'na'}}");
     g_assert_false(qom_exists(p.qs->qts, "/machine/peripheral/qa/port"));
