@@ -29,7 +29,6 @@
 #include "qom/object_interfaces.h"
 #include "hw/qdev-core.h"
 #include "net/net.h"
-#include "net/checksum.h"
 #include "net/filter.h"
 #include "standard-headers/linux/virtio_net.h"
 #include "qhca-compat.h"
@@ -50,25 +49,6 @@ struct QhcaPort {
     void *opaque;
     uint8_t mac[6];
 };
-
-/*
- * A checksum the sender left to the NIC (VIRTIO_NET_HDR_F_NEEDS_CSUM: a
- * Soft-RoCE guest's virtio-net with offloads, over a tap): the ones'
- * complement sum from csum_start to the end, stored at csum_start +
- * csum_offset, as the NIC would.  A header that points outside the frame
- * leaves it as it is (the device drops it if its checksum is wrong).
- */
-static void qhca_port_finish_csum(uint8_t *frame, size_t len, size_t start,
-                                  size_t off)
-{
-    uint32_t sum;
-
-    if (start >= len || off > len - start || len - start - off < 2) {
-        return;
-    }
-    sum = net_checksum_add(len - start, frame + start);
-    stw_be_p(frame + start + off, net_checksum_finish_nozero(sum));
-}
 
 static ssize_t qhca_port_receive_iov(NetFilterState *nf,
                                      NetClientState *sender, unsigned flags,
@@ -110,8 +90,14 @@ static ssize_t qhca_port_receive_iov(NetFilterState *nf,
     } else {
         copy = g_malloc(size);
         iov_to_buf(iov, iovcnt, vhl, copy, size);
+        /*
+         * a checksum the sender left to the NIC (a Soft-RoCE guest's
+         * virtio-net with offloads, over a tap) is finished as the NIC
+         * would; one that points outside the frame is left as it is, and
+         * the device drops the frame if the checksum is wrong
+         */
         if (csum) {
-            qhca_port_finish_csum(copy, size, lduw_le_p(&vh.csum_start),
+            qhca_roce_finish_csum(copy, size, lduw_le_p(&vh.csum_start),
                                   lduw_le_p(&vh.csum_offset));
         }
         frame = copy;

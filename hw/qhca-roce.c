@@ -587,6 +587,20 @@ static size_t roce_bth_off(const uint8_t *frame)
                                 QHCA_ROCE_BTH_OFFSET;
 }
 
+bool qhca_roce_finish_csum(uint8_t *frame, size_t len, size_t start,
+                           size_t off)
+{
+    uint16_t c;
+
+    if (start >= len || off > len - start || len - start - off < 2) {
+        return false;
+    }
+    c = qhca_roce_inet_csum(frame + start, len - start);
+    frame[start + off] = (c ? c : 0xffff) >> 8;
+    frame[start + off + 1] = c ? c : 0xff;
+    return true;
+}
+
 uint32_t qhca_roce_icrc(const uint8_t *frame, size_t frame_len)
 {
     static const uint8_t lrh_mask[8] = {

@@ -340,6 +340,15 @@ bool qhca_roce_crc32_fast(void);
 
 /* The RFC 1071 Internet checksum of buf, ready to store big-endian */
 uint16_t qhca_roce_inet_csum(const void *buf, size_t len);
+/*
+ * Finish a checksum a sender left to the NIC (virtio-net NEEDS_CSUM): the
+ * ones' complement sum from @start to the end of the len-byte frame, the
+ * partial sum already at @start + @off included, stored there (0 sent as
+ * 0xffff, as UDP wants).  False, and the frame untouched, when the two
+ * bytes at @start + @off are not inside the frame.
+ */
+bool qhca_roce_finish_csum(uint8_t *frame, size_t len, size_t start,
+                           size_t off);
 
 /*
  * The ICRC of a frame whose headers are at the fixed offsets above (no

@@ -112,6 +112,7 @@ void test_fuzz_mutate(void);
 
 /* roce-steer.c */
 void test_steer(void);
+void test_finish_csum(void);
 
 /* roce-ipv6.c */
 void test_ip6_known_frame(void);

@@ -453,6 +453,7 @@ static const RoceCase roce_cases[] = {
     { "/roce/ipv6/parse-bit-flips", test_ip6_parse_bit_flips },
     { "/roce/ipv6/gids", test_ip6_gids },
     { "/roce/steer", test_steer },
+    { "/roce/finish-csum", test_finish_csum },
 };
 
 int main(int argc, char **argv)
