@@ -57,7 +57,7 @@ import tempfile
 import threading
 import time
 
-from qhca_guests import BUILD, IMAGE, KERNEL, QEMU_BIN, TOP, choose_accel, log
+from qhca_guests import BUILD, IMAGE, KERNEL, QEMU_BIN, TOP, choose_accel, log, qemu_img
 
 PAGES = ["docs/using-your-own-guest.md", "docs/qhca-device.md",
          "docs/life-of-a-work-request.md", "docs/migration.md"]
@@ -481,9 +481,9 @@ class DocRun:
             if re.fullmatch(r"guest[0-9]+\.img", name):
                 if self.full:
                     base = os.path.join(BUILD, "distro", DISTRO_REL, "disk.img")
-                    cmd = ["qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "raw", p]
+                    cmd = [qemu_img(), "create", "-q", "-f", "qcow2", "-b", base, "-F", "raw", p]
                 else:
-                    cmd = ["qemu-img", "create", "-q", "-f", "qcow2", p, "1G"]
+                    cmd = [qemu_img(), "create", "-q", "-f", "qcow2", p, "1G"]
                 subprocess.run(cmd, check=True)
             elif name == "vmlinuz":
                 os.symlink(os.path.join(BUILD, "distro", DISTRO_REL, "vmlinuz") if self.full
