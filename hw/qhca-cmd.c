@@ -350,7 +350,8 @@ static int cmd_resize_cq(QhcaCore *c, QhcaCmdCtx *x)
     cq->ring = nr;
     trace_qhca_resize_cq(le32_to_cpu(p->cqn), 1u << nr.log_depth, n);
     x->result = n;
-    /* QPs that waited for room in the CQ may go on */
+    /* QPs that waited for room in the CQ may go on: the run visits all */
+    c->scan_all = true;
     qhca_op_schedule(c);
     return QHCA_CMD_OK;
 }

@@ -64,7 +64,7 @@ static bool sq_consume(QhcaCore *c, QhcaQp *qp)
             qhca_qp_to_err(c, qp);
         } else if (qp->attr.qp_state != QHCA_QPS_ERR) {
             qp->attr.qp_state = QHCA_QPS_SQE;
-            qp_schedule(c);
+            qp_schedule(c, qp);
         }
         return false;
     }
@@ -476,7 +476,7 @@ void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     if (!req_outstanding(qp) || !qp_inflight(qp)) {
         e->deadline = e->rnr_wait ? e->deadline : -1;
     }
-    qp_schedule(c);
+    qp_schedule(c, qp);
 }
 
 

@@ -60,8 +60,36 @@ static void core_timer(QhcaCore *c)
 
 typedef struct QhcaRxFrame {
     size_t len;
+    bool pooled;                /* a buffer of QHCA_RX_POOL_FRAME bytes */
     uint8_t data[];
 } QhcaRxFrame;
+
+/* A buffer for a received frame of @len bytes (see QhcaCore.rx_pool) */
+static QhcaRxFrame *rx_frame_new(QhcaCore *c, size_t len)
+{
+    QhcaRxFrame *f;
+
+    if (len > QHCA_RX_POOL_FRAME) {
+        f = g_malloc(sizeof(*f) + len);
+        f->pooled = false;
+    } else if (c->rx_pool_len) {
+        f = c->rx_pool[--c->rx_pool_len];
+    } else {
+        f = g_malloc(sizeof(*f) + QHCA_RX_POOL_FRAME);
+        f->pooled = true;
+    }
+    f->len = len;
+    return f;
+}
+
+static void rx_frame_free(QhcaCore *c, QhcaRxFrame *f)
+{
+    if (f->pooled && c->rx_pool_len < QHCA_RX_POOL_LEN) {
+        c->rx_pool[c->rx_pool_len++] = f;
+        return;
+    }
+    g_free(f);
+}
 
 bool qhca_core_ready(const QhcaCore *c)
 {
@@ -105,8 +133,7 @@ static void qhca_rx_enqueue(QhcaCore *c, GQueue *q, uint32_t *bytes,
             return;
         }
     }
-    f = g_malloc(sizeof(*f) + len);
-    f->len = len;
+    f = rx_frame_new(c, len);
     memcpy(f->data, frame, len);
     g_queue_push_tail(q, f);
     *bytes += len;
@@ -187,7 +214,7 @@ static void qhca_rx_one(QhcaCore *c, GQueue *q, uint32_t *bytes)
 
     *bytes -= f->len;
     qhca_qp_engine_receive(c, f->data, f->len);
-    g_free(f);
+    rx_frame_free(c, f);
 }
 
 /*
@@ -271,6 +298,9 @@ static void core_reset_now(QhcaCore *c)
     c->reset_pending = false;
     qhca_free_all(c);
     qhca_rxq_clear(c);
+    c->nready = c->ndwait = 0;
+    c->scan_all = false;
+    c->inflight_bytes = 0;
     c->ctrl = 0;
     c->status = 0;
     c->fatal_code = QHCA_FATAL_NONE;
@@ -380,6 +410,9 @@ void qhca_core_cleanup(QhcaCore *c)
     c->stopped = true;
     qhca_free_all(c);
     qhca_rxq_clear(c);
+    while (c->rx_pool_len) {
+        g_free(c->rx_pool[--c->rx_pool_len]);
+    }
 }
 
 static void qhca_ctrl_write(QhcaCore *c, uint32_t val)
@@ -708,6 +741,8 @@ static void core_db_write(QhcaCore *c, uint32_t page, uint32_t off,
             return;
         }
         srq->ring.pi = pi;
+        /* not one QP's work: the run visits every QP */
+        c->scan_all = true;
         qhca_op_schedule(c);
         return;
     }

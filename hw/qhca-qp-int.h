@@ -158,6 +158,9 @@ struct QhcaQpEngine {
 
     uint32_t units;             /* host memory charged to the budget */
     uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
+    bool ready;                 /* on QhcaCore.ready_qpn */
+    bool dwait;                 /* on QhcaCore.dwait_qpn */
+    uint64_t inflight_counted;  /* its part of QhcaCore.inflight_bytes */
     uint32_t window_bytes;      /* QhcaCore.window_bytes when created */
     uint32_t cwnd;              /* packets in flight after a loss; 0: all */
     uint32_t tx_end;            /* one past the highest PSN sent */
@@ -234,9 +237,15 @@ static inline uint32_t sq_mask(const QhcaQp *qp)
     return (1u << qp->sq.log_depth) - 1;
 }
 
-static inline void qp_schedule(QhcaCore *c)
+/*
+ * @qp has work for the next run of the bottom half: only the QPs named here
+ * (and those waiting for the device's window, when it opens) are visited
+ */
+void qhca_qp_ready(QhcaCore *c, QhcaQp *qp);
+
+static inline void qp_schedule(QhcaCore *c, QhcaQp *qp)
 {
-    c->ops->schedule(c->opaque);
+    qhca_qp_ready(c, qp);
 }
 
 /*
@@ -283,7 +292,17 @@ void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp);
 bool qhca_qp_from_path(QhcaCore *c, const QhcaQp *qp, const QhcaRoceHdr *h);
 uint64_t qhca_qp_timeout_ns(const QhcaQp *qp);
 uint64_t qhca_qp_rto_ns(const QhcaQp *qp);
-void qhca_qp_inflight(QhcaCore *c);
+/*
+ * The device's data in flight (QhcaCore.inflight_bytes) is the sum of every
+ * QP's part, kept up to date: each QP's part again after the engine has
+ * handled it (qhca_qp_inflight_sync()), all of them after a load
+ * (qhca_qp_inflight_recount()); qhca_qp_inflight_check() says whether the
+ * sum is right (the host harness checks it after every entry)
+ */
+void qhca_qp_inflight_sync(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_inflight_recount(QhcaCore *c);
+/* @qp waits for room in the device's window */
+void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp);
 unsigned qhca_tx_room(QhcaCore *c);
 
 /* qhca-req.c: the requester */

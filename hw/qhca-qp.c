@@ -229,6 +229,24 @@ static void core_timer_update(QhcaCore *c)
 }
 
 /*
+ * @qp's deadline may have changed: the device's timer goes off no later
+ * than it.  A deadline that moved later, or went away, leaves the timer
+ * early; when it goes off, qhca_qp_engine_timer() finds the QPs due and
+ * sets it again from all of them, so the paths taken per packet need not
+ * look at every QP.
+ */
+static void core_timer_lower(QhcaCore *c, QhcaQp *qp)
+{
+    int64_t t = qp->eng ? qp->eng->deadline : -1;
+
+    if (t >= 0 && (c->timer_deadline < 0 || t < c->timer_deadline) &&
+        !c->halted) {
+        c->timer_deadline = t;
+        c->ops->timer_mod(c->opaque, t);
+    }
+}
+
+/*
  * The device's state was loaded (qhca_core_load()): the timer from the
  * QPs' deadlines, and a run for what they have to do
  */
@@ -236,7 +254,9 @@ void qhca_qp_engine_loaded(QhcaCore *c)
 {
     c->timer_deadline = -2;     /* differs from every deadline: re-armed */
     core_timer_update(c);
-    qp_schedule(c);
+    qhca_qp_inflight_recount(c);
+    c->scan_all = true;
+    c->ops->schedule(c->opaque);
 }
 
 /*
@@ -272,11 +292,37 @@ void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp)
 
 /*
  * The device's data in flight: what every QP that sends has sent and not
- * had acknowledged.  Counted afresh before each run and doorbell (nothing
- * to keep in step when QPs change state or go away); the requester adds
- * what it sends in between (qhca-req.c, dev_window_full()).
+ * had acknowledged.  Each QP's part (QhcaQpEngine.inflight_counted) is
+ * brought up to date after the engine has handled the QP (a run's visit, a
+ * doorbell, a frame, its timer, a state change) and is taken out when it is
+ * destroyed; the requester adds what it sends at once (qhca-req.c,
+ * req_sent()).  The sum used to be counted afresh over all QPs before each
+ * run and doorbell: with many QPs that count cost more than the packets.
  */
-void qhca_qp_inflight(QhcaCore *c)
+static uint64_t qp_inflight_part(const QhcaQp *qp)
+{
+    if (!qp->eng || !qp_is_rc(qp) ||
+        (qp->attr.qp_state != QHCA_QPS_RTS &&
+         qp->attr.qp_state != QHCA_QPS_SQD)) {
+        return 0;
+    }
+    return (uint64_t)qp_inflight(qp) * qp_mtu(qp);
+}
+
+void qhca_qp_inflight_sync(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint64_t part;
+
+    if (!e) {
+        return;
+    }
+    part = qp_inflight_part(qp);
+    c->inflight_bytes += part - e->inflight_counted;
+    e->inflight_counted = part;
+}
+
+void qhca_qp_inflight_recount(QhcaCore *c)
 {
     uint64_t sum = 0;
     uint32_t i;
@@ -284,14 +330,64 @@ void qhca_qp_inflight(QhcaCore *c)
     for (i = 0; i < c->nlive; i++) {
         QhcaQp *qp = qhca_core_qp(c, c->live_qpn[i]);
 
-        if (!qp || !qp->eng || !qp_is_rc(qp) ||
-            (qp->attr.qp_state != QHCA_QPS_RTS &&
-             qp->attr.qp_state != QHCA_QPS_SQD)) {
-            continue;
+        if (qp && qp->eng) {
+            qp->eng->inflight_counted = qp_inflight_part(qp);
+            sum += qp->eng->inflight_counted;
         }
-        sum += (uint64_t)qp_inflight(qp) * qp_mtu(qp);
     }
     c->inflight_bytes = sum;
+}
+
+bool qhca_qp_inflight_check(const QhcaCore *c)
+{
+    uint64_t sum = 0;
+    uint32_t i;
+
+    for (i = 0; i < c->nlive; i++) {
+        const QhcaQp *qp = qhca_core_qp((QhcaCore *)c, c->live_qpn[i]);
+
+        if (qp && qp->eng) {
+            sum += qp->eng->inflight_counted;
+        }
+    }
+    return sum == c->inflight_bytes;
+}
+
+/*
+ * The lists of QPs with work (see QhcaCore.ready_qpn): a QP is on each at
+ * most once, so neither can hold more than QHCA_MAX_QP
+ */
+void qhca_qp_ready(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    if (e && !e->ready) {
+        e->ready = true;
+        c->ready_qpn[c->nready++] = qp->qpn;
+    }
+    c->ops->schedule(c->opaque);
+}
+
+void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+
+    if (!e->dwait) {
+        e->dwait = true;
+        c->dwait_qpn[c->ndwait++] = qp->qpn;
+    }
+}
+
+static void qp_list_remove(uint16_t *list, uint32_t *n, uint32_t qpn)
+{
+    uint32_t i, k = 0;
+
+    for (i = 0; i < *n; i++) {
+        if (list[i] != qpn) {
+            list[k++] = list[i];
+        }
+    }
+    *n = k;
 }
 
 /*
@@ -508,7 +604,10 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
     } else {
         qhca_resp_recv(c, qp, &pkt, frame);
     }
-    core_timer_update(c);
+    if (qp->eng) {
+        qhca_qp_inflight_sync(c, qp);
+        core_timer_lower(c, qp);
+    }
 }
 
 /*
@@ -545,6 +644,13 @@ void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
     if (last && last != qp) {
         last->eng->live_idx = idx;
     }
+    c->inflight_bytes -= qp->eng->inflight_counted;
+    if (qp->eng->ready) {
+        qp_list_remove(c->ready_qpn, &c->nready, qp->qpn);
+    }
+    if (qp->eng->dwait) {
+        qp_list_remove(c->dwait_qpn, &c->ndwait, qp->qpn);
+    }
     g_free(qp->eng->wqe);
     g_free(qp->eng);
     qp->eng = NULL;
@@ -561,6 +667,8 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         QhcaWqeState *wqe = e->wqe;
         uint32_t units = e->units, live_idx = e->live_idx;
         uint32_t window = e->window_bytes;
+        bool ready = e->ready, dwait = e->dwait;
+        uint64_t counted = e->inflight_counted;
 
         memset(wqe, 0, sizeof(*wqe) << qp->sq.log_depth);
         memset(e, 0, sizeof(*e));
@@ -568,6 +676,9 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         e->units = units;
         e->live_idx = live_idx;
         e->window_bytes = window;
+        e->ready = ready;
+        e->dwait = dwait;
+        e->inflight_counted = counted;
         e->deadline = -1;
         qp->sq.pi = qp->sq.ci = 0;
         qp->rq.pi = qp->rq.ci = 0;
@@ -597,7 +708,8 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
             qhca_post_async(c, QHCA_EQE_LAST_WQE_REACHED, qp->qpn);
         }
     }
-    qp_schedule(c);
+    /* the new state's part in the device's window is taken at the visit */
+    qp_schedule(c, qp);
 }
 
 bool qhca_qp_engine_sq_draining(QhcaCore *c, QhcaQp *qp)
@@ -651,16 +763,16 @@ static void qp_kick(QhcaCore *c, QhcaQp *qp)
     bool more = false;
 
     if (qp->attr.qp_state != QHCA_QPS_RTS || qp->eng->rnr_wait) {
-        qp_schedule(c);
+        qp_schedule(c, qp);
         return;
     }
-    qhca_qp_inflight(c);
     qhca_req_run(c, qp, &more, QHCA_KICK_BUDGET);
     qhca_sq_complete(c, qp);
-    core_timer_update(c);
+    qhca_qp_inflight_sync(c, qp);
+    core_timer_lower(c, qp);
     /* what waits for an ACK, the window or a timer is woken by those */
     if (more) {
-        qp_schedule(c);
+        qp_schedule(c, qp);
     }
 }
 
@@ -690,7 +802,7 @@ void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi)
         return;
     }
     qp->eng->rq_pi = pi;
-    qp_schedule(c);
+    qp_schedule(c, qp);
 }
 
 /* Complete every posted WQE of @r with WR_FLUSH_ERR */
@@ -764,71 +876,164 @@ static bool qp_flush(QhcaCore *c, QhcaQp *qp, bool rq)
 }
 
 /*
- * One run of the bottom half over every QP.  Work is bounded per QP and, by
- * qhca_tx_room(), for all QPs together; the QP the scan starts at rotates so
- * that a run cut short by the budget does not always favour the same QPs.
+ * Visit one QP in a run: its flush, responder and requester work, bounded
+ * per QP and, by qhca_tx_room(), for all QPs together; true if it has work
+ * left that can progress now
+ */
+static bool qp_visit(QhcaCore *c, QhcaQp *qp)
+{
+    QhcaQpEngine *e = qp->eng;
+    bool more = false;
+    unsigned budget;
+
+    switch (qp->attr.qp_state) {
+    case QHCA_QPS_ERR:
+        more = qp_flush(c, qp, true);
+        break;
+    case QHCA_QPS_SQE:
+        more = qp_flush(c, qp, false);
+        break;
+    case QHCA_QPS_RTR:
+        budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
+        more = qhca_resp_drain(c, qp, &budget);
+        break;
+    case QHCA_QPS_RTS:
+    case QHCA_QPS_SQD:
+        budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
+        more = qhca_resp_drain(c, qp, &budget);
+        qhca_req_run(c, qp, &more, MIN(QHCA_TX_BUDGET, qhca_tx_room(c)));
+        qhca_sq_complete(c, qp);
+        if (qp->attr.qp_state == QHCA_QPS_SQD && !e->drained_notified &&
+            qp->sq.ci == e->req_idx) {
+            e->drained_notified = true;
+            if (qp->attr.en_sqd_async_notify) {
+                qhca_post_async(c, QHCA_EQE_SQ_DRAINED, qp->qpn);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    qhca_qp_inflight_sync(c, qp);
+    core_timer_lower(c, qp);
+    return more;
+}
+
+/* Room in the device's window for a packet of @qp's */
+static bool dev_window_room(const QhcaCore *c, const QhcaQp *qp)
+{
+    return !c->inflight_bytes ||
+           c->inflight_bytes + qp_mtu(qp) <=
+           (uint64_t)qp_window(qp) * qp_mtu(qp);
+}
+
+/*
+ * One run of the bottom half: the QPs with work (QhcaCore.ready_qpn, in
+ * the order they got it), then, while the device's window has room, the
+ * QPs that waited for it, oldest first, each at most once per run (one that
+ * finds the window full again waits at the end of the line).  Every live
+ * QP only after a change that is not one QP's (a load, an SRQ or CQ
+ * doorbell).  A QP the budget (qhca_tx_room()) leaves with work, or not
+ * visited because it ran out, goes to the end of the list for the next run.
  * Returns true only when work is left that can progress now; a QP that
  * waits for an ACK, the window or a timer is woken by those.
  */
 bool qhca_qp_engine_run(QhcaCore *c)
 {
     bool more = false;
-    uint32_t n;
+    uint32_t i, n, again = 0, waiters;
 
     if (!c->nlive) {
+        c->nready = c->ndwait = 0;
+        c->scan_all = false;
         core_timer_update(c);
         return false;
     }
-    c->run_cursor = (c->run_cursor + 1) % c->nlive;
-    qhca_qp_inflight(c);
-    for (n = 0; n < c->nlive; n++) {
-        QhcaQp *qp = qhca_core_qp(c, c->live_qpn[(c->run_cursor + n) %
-                                                 c->nlive]);
-        QhcaQpEngine *e;
-        unsigned budget;
+    if (c->scan_all) {
+        c->scan_all = false;
+        for (i = 0; i < c->nlive; i++) {
+            QhcaQp *qp = qhca_core_qp(c, c->live_qpn[i]);
 
-        if (!qp) {
+            if (qp && qp->eng && !qp->eng->ready) {
+                qp->eng->ready = true;
+                c->ready_qpn[c->nready++] = qp->qpn;
+            }
+        }
+    }
+    n = c->nready;
+    memcpy(c->run_qpn, c->ready_qpn, n * sizeof(c->run_qpn[0]));
+    c->nready = 0;
+    for (i = 0; i < n; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->run_qpn[i]);
+
+        if (qp && qp->eng) {
+            qp->eng->ready = false;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->run_qpn[i]);
+
+        if (!qp || !qp->eng) {
             continue;
         }
         if (!qhca_tx_room(c)) {
-            more = true;
             break;
         }
-        e = qp->eng;
-        switch (qp->attr.qp_state) {
-        case QHCA_QPS_ERR:
-            more |= qp_flush(c, qp, true);
-            continue;
-        case QHCA_QPS_SQE:
-            more |= qp_flush(c, qp, false);
-            continue;
-        case QHCA_QPS_RTR:
-            budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
-            more |= qhca_resp_drain(c, qp, &budget);
-            break;
-        case QHCA_QPS_RTS:
-        case QHCA_QPS_SQD:
-            budget = MIN(QHCA_READ_BURST, qhca_tx_room(c));
-            more |= qhca_resp_drain(c, qp, &budget);
-            qhca_req_run(c, qp, &more,
-                         MIN(QHCA_TX_BUDGET, qhca_tx_room(c)));
-            qhca_sq_complete(c, qp);
-            if (qp->attr.qp_state == QHCA_QPS_SQD && !e->drained_notified &&
-                qp->sq.ci == e->req_idx) {
-                e->drained_notified = true;
-                if (qp->attr.en_sqd_async_notify) {
-                    qhca_post_async(c, QHCA_EQE_SQ_DRAINED, qp->qpn);
-                }
-            }
-            break;
-        default:
-            break;
+        if (qp_visit(c, qp)) {
+            c->run_qpn[again++] = qp->qpn;
         }
     }
-    core_timer_update(c);
+    /* not visited (the budget ran out), then visited with work left */
+    for (; i < n; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->run_qpn[i]);
+
+        if (qp && qp->eng && !qp->eng->ready) {
+            qp->eng->ready = true;
+            c->ready_qpn[c->nready++] = qp->qpn;
+        }
+    }
+    for (i = 0; i < again; i++) {
+        QhcaQp *qp = qhca_core_qp(c, c->run_qpn[i]);
+
+        if (qp && qp->eng && !qp->eng->ready) {
+            qp->eng->ready = true;
+            c->ready_qpn[c->nready++] = qp->qpn;
+        }
+    }
+    more = c->nready > 0;
+    /* the device's window: the QPs that wait for it, while it has room */
+    for (waiters = c->ndwait; waiters && c->ndwait && qhca_tx_room(c);
+         waiters--) {
+        QhcaQp *qp = qhca_core_qp(c, c->dwait_qpn[0]);
+
+        if (qp && qp->eng && !dev_window_room(c, qp)) {
+            break;
+        }
+        memmove(c->dwait_qpn, c->dwait_qpn + 1,
+                --c->ndwait * sizeof(c->dwait_qpn[0]));
+        if (!qp || !qp->eng) {
+            continue;
+        }
+        qp->eng->dwait = false;
+        if (qp->eng->ready) {
+            continue;           /* has work already: the next run visits it */
+        }
+        if (qp_visit(c, qp)) {
+            qhca_qp_ready(c, qp);
+            more = true;
+        }
+    }
+    if (c->ndwait && !qhca_tx_room(c)) {
+        more = true;
+    }
     return more;
 }
 
+/*
+ * The device's timer went off: every QP whose deadline has passed (the
+ * timer may also go off early, see core_timer_lower()), then the timer
+ * again from all QPs' deadlines
+ */
 void qhca_qp_engine_timer(QhcaCore *c)
 {
     int64_t now = c->ops->now_ns(c->opaque);
@@ -842,8 +1047,9 @@ void qhca_qp_engine_timer(QhcaCore *c)
             continue;
         }
         qhca_comp_timer(c, qp, now);
+        qhca_qp_inflight_sync(c, qp);
+        qp_schedule(c, qp);
     }
-    qp_schedule(c);
     core_timer_update(c);
 }
 

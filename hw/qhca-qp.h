@@ -26,6 +26,8 @@ void qhca_qp_engine_state(QhcaCore *c, QhcaQp *qp,
                           struct qhca_qp_state_info *s);
 void qhca_qp_engine_doorbell(QhcaCore *c, QhcaQp *qp, bool sq, uint16_t pi);
 bool qhca_qp_engine_run(QhcaCore *c);
+/* Is QhcaCore.inflight_bytes the sum of the QPs' parts? */
+bool qhca_qp_inflight_check(const QhcaCore *c);
 void qhca_qp_engine_timer(QhcaCore *c);
 void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len);
 /* @gid (16 bytes, IPv4-mapped for IPv4) is one of the device's valid GIDs */

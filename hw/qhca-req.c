@@ -316,8 +316,13 @@ static bool dev_window_full(QhcaCore *c, QhcaQp *qp, uint32_t last)
     int32_t fresh = psn_diff(last, req_tx_end(qp->eng)) + 1;
     uint64_t mtu = qp_mtu(qp);
 
-    return fresh > 0 && c->inflight_bytes &&
-           c->inflight_bytes + fresh * mtu > qp_window(qp) * mtu;
+    if (fresh > 0 && c->inflight_bytes &&
+        c->inflight_bytes + fresh * mtu > qp_window(qp) * mtu) {
+        /* the next run that finds room visits it (qhca_qp_engine_run()) */
+        qhca_qp_dwait(c, qp);
+        return true;
+    }
+    return false;
 }
 
 /*
@@ -349,6 +354,7 @@ static void req_sent(QhcaCore *c, QhcaQp *qp, uint64_t n, unsigned *budget,
 
     if (fresh > 0) {
         c->inflight_bytes += (uint64_t)fresh * qp_mtu(qp);
+        e->inflight_counted += (uint64_t)fresh * qp_mtu(qp);
         e->tx_end = psn_add(last, 1);
         if (!e->rtt_pending) {
             e->rtt_pending = true;
@@ -891,7 +897,7 @@ void qhca_req_rewind(QhcaCore *c, QhcaQp *qp, uint32_t psn)
             trace_qhca_retransmit(qp->qpn, psn);
             /* a round trip that includes a retransmission measures nothing */
             e->rtt_pending = false;
-            qp_schedule(c);
+            qp_schedule(c, qp);
             return;
         }
     }

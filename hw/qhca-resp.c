@@ -205,7 +205,7 @@ static void respq_push(QhcaCore *c, QhcaQp *qp, QhcaRespQEntry ent)
         return;
     }
     *respq_at(e, e->respq_count++) = ent;
-    qp_schedule(c);
+    qp_schedule(c, qp);
 }
 
 /*
@@ -260,7 +260,7 @@ static void resp_queue_read(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
             .kind = RESPQ_READ, .res = r - e->res,
         });
     }
-    qp_schedule(c);
+    qp_schedule(c, qp);
 }
 
 /* The QP went to ERR: nothing more is sent */

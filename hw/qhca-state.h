@@ -78,6 +78,13 @@ typedef struct QhcaCoreOps {
 #define QHCA_RUN_LOOP_FRAMES    QHCA_RUN_TX_FRAMES
 /* Largest frame the device sends: headers + 4096-byte MTU payload + ICRC */
 #define QHCA_TX_FRAME_MAX       4352
+/*
+ * Received frames up to this long are queued in buffers the device keeps
+ * (at most QHCA_RX_POOL_LEN of them once given back, 2.2 MiB), longer ones
+ * in buffers of their own
+ */
+#define QHCA_RX_POOL_FRAME      QHCA_TX_FRAME_MAX
+#define QHCA_RX_POOL_LEN        512
 /* Longer received frames cannot be RoCEv2 from a 4096-byte MTU */
 #define QHCA_MAX_RX_FRAME       9216
 
@@ -254,6 +261,12 @@ struct QhcaCore {
     /* frames sent to ourselves, processed by qhca_core_run() too */
     GQueue loopq;
     uint32_t loopq_bytes;
+    /*
+     * Frame buffers of QHCA_RX_POOL_FRAME bytes the two queues took and gave
+     * back, for the next frames (qhca-core.c): no allocation per frame
+     */
+    void *rx_pool[QHCA_RX_POOL_LEN];
+    uint32_t rx_pool_len;
     uint8_t txbuf[QHCA_TX_FRAME_MAX];
     uint16_t ip_id;
     int64_t timer_deadline;     /* -1: not armed */
@@ -261,10 +274,22 @@ struct QhcaCore {
     /* what this run of the bottom half sent, against QHCA_RUN_TX_* */
     uint32_t run_tx_frames;
     uint64_t run_tx_bytes;
-    uint32_t run_cursor;        /* where the QP scan starts (round robin) */
     /* the QPNs of every QP that exists, in no order (qhca-qp.c) */
     uint16_t live_qpn[QHCA_MAX_QP];
     uint32_t nlive;
+    /*
+     * The QPs the next run visits, each once (QhcaQpEngine.ready), or every
+     * live QP (scan_all: after a change the engine cannot pin on one QP);
+     * the QPs waiting for room in the device's window, oldest first
+     * (QhcaQpEngine.dwait); and the run's own copy of the first list.  None
+     * is migrated: a loaded device visits every QP once (qhca-qp.c).
+     */
+    uint16_t ready_qpn[QHCA_MAX_QP];
+    uint32_t nready;
+    bool scan_all;
+    uint16_t dwait_qpn[QHCA_MAX_QP];
+    uint32_t ndwait;
+    uint16_t run_qpn[QHCA_MAX_QP];
 
     /* statistics registers */
     /* counters, enum qhca_stat: the registers show their low 32 bits */

@@ -12,6 +12,7 @@
 #include "qemu/bswap.h"
 #include "harness.h"
 #include "qhca-roce.h"
+#include "qhca-qp.h"
 
 static const uint8_t hx_macs[2][6] = {
     { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a },
@@ -25,6 +26,7 @@ static const char *const finding_names[HX_FIND_COUNT] = {
     [HX_FIND_SPIN] = "spin",
     [HX_FIND_FRAME] = "frame",
     [HX_FIND_IRQ] = "irq",
+    [HX_FIND_INFLIGHT] = "inflight",
 };
 
 const char *hx_finding_name(HxFinding f)
@@ -150,7 +152,12 @@ static void replug(HxDev *d);
 
 static void leave(HxDev *d)
 {
-    if (--d->nesting == 0 && d->replug) {
+    if (--d->nesting == 0 && !qhca_qp_inflight_check(&d->core)) {
+        hx_finding(d->pair, HX_FIND_INFLIGHT, "device %c: its data in flight "
+                   "(%" PRIu64 " bytes) is not the sum of its QPs' parts",
+                   d->name, d->core.inflight_bytes);
+    }
+    if (d->nesting == 0 && d->replug) {
         replug(d);
     }
 }

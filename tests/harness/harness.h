@@ -37,9 +37,11 @@
  *     anything;
  *   - frames the device sends are well-formed RoCEv2 (the device's own
  *     parser, ICRC included) from its MAC, no longer than
- *     QHCA_TX_FRAME_MAX, and interrupts name a vector the device has.
+ *     QHCA_TX_FRAME_MAX, and interrupts name a vector the device has;
+ *   - after every entry, the device's data in flight is the sum of its QPs'
+ *     parts (qhca_qp_inflight_check()).
  * A finding prints a report and aborts, unless QHCA_HARNESS_IGNORE lists
- * its name (grant, budget, spin, frame, irq; comma-separated).
+ * its name (grant, budget, spin, frame, irq, inflight; comma-separated).
  *
  * Copyright (c) 2026 The qhca authors
  *
@@ -95,6 +97,7 @@ typedef enum HxFinding {
     HX_FIND_SPIN,
     HX_FIND_FRAME,
     HX_FIND_IRQ,
+    HX_FIND_INFLIGHT,
     HX_FIND_COUNT
 } HxFinding;
 

@@ -490,6 +490,41 @@ static void test_window_device(Fx *f, gconstpointer data)
     g_assert_cmpuint(sent, <=, QHCA_WINDOW_DEFAULT / MTU + 1);
 }
 
+/*
+ * QP 0 fills the device's window on a wire that loses everything; QP 1's
+ * WRITE waits for room in it.  QP 0 is destroyed before any timer: its
+ * part of the window is free, and QP 1 must go on with no other event (it
+ * has nothing in flight, so no timer of its own would wake it).
+ */
+static void test_window_device_destroy(Fx *f, gconstpointer data)
+{
+    const uint32_t len = 1024 * 1024;
+    struct qhca_cmd_obj o = { 0 };
+    struct qhca_send_wqe w;
+    unsigned sent;
+
+    hx_wire_set_mode(f->p, 0, HX_WIRE_BLACKHOLE, 0);
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa0, f->b, 0);
+    post(f->a, &f->a->drv.qp[0], &w, 0, len);
+    hx_pump(f->p, 100000);
+    sent = f->p->sent[0];
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa1, f->b, len);
+    post(f->a, &f->a->drv.qp[1], &w, len, len);
+    hx_pump(f->p, 100000);
+    /* the window was full: QP 1 sent nothing */
+    g_assert_cmpuint(f->p->sent[0], ==, sent);
+    hx_wire_set_mode(f->p, 0, HX_WIRE_PASS, 0);
+    o.handle = cpu_to_le32(f->a->drv.qp[0].qpn);
+    g_assert_cmpint(hx_cmd(f->a, QHCA_CMD_DESTROY_QP, &o, sizeof(o), NULL),
+                    ==, QHCA_CMD_OK);
+    hx_pump(f->p, 100000);
+    g_test_message("QP 1 sent %u frames once QP 0 was destroyed",
+                   f->p->sent[0] - sent);
+    g_assert_cmpuint(f->p->sent[0] - sent, >=, len / MTU);
+    assert_ok(f->a, &f->a->drv.qp[1], 0xa1);
+    g_assert_true(same(f->a, len, f->b, len, len));
+}
+
 /* ---- UC (docs/hardware.md 10.2) ---- */
 
 static HxQp *uc(HxDev *d)
@@ -1039,6 +1074,7 @@ static const Case cases[] = {
     { "/transport/access/read-stale-duplicate", test_read_stale_duplicate },
     { "/transport/window/qp", test_window_qp },
     { "/transport/window/device", test_window_device },
+    { "/transport/window/device-destroy", test_window_device_destroy },
     { "/transport/loopback/rc", test_loopback },
     { "/transport/uc/send", test_uc_send },
     { "/transport/uc/write", test_uc_write },
