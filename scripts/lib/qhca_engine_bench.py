@@ -151,6 +151,11 @@ def breakdown(cg_out):
 
 
 def plot(d, rows, limits):
+    # as scripts/bench: Debian's matplotlib, installed when missing
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    if importlib.util.find_spec("matplotlib") is None:
+        from qhca_apt import apt_install  # pylint: disable=import-outside-toplevel
+        apt_install("python3-matplotlib")
     try:
         import matplotlib  # pylint: disable=import-outside-toplevel
         matplotlib.use("Agg")
