@@ -81,6 +81,35 @@ def run_logged(cmd, logpath, env=None):
     return 128 - rc if rc < 0 else rc
 
 
+def case_list(program, qemu_bin):
+    """The case paths PROGRAM lists (-l) against QEMU_BIN; a qos-graph
+    program lists only what that QEMU's machines and devices give."""
+    env = dict(os.environ, QTEST_QEMU_BINARY=qemu_bin, QTEST_QEMU_IMG="")
+    r = subprocess.run([program, "-l"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       env=env, timeout=300, check=False)
+    return [l for l in r.stdout.decode(errors="replace").splitlines() if l.startswith("/")]
+
+
+def same_cases(group, qemu_dir, full_dir):
+    """Every qtest program of QEMU_DIR lists the same cases against its own
+    QEMU as against the full one in FULL_DIR: a QEMU built with fewer
+    devices (build/qemu-san) must not make a case vanish, which would not
+    fail otherwise.  One "ok"/"not ok" per program; True if all agree."""
+    ok = True
+    for t in qtests():
+        prog = os.path.join(qemu_dir, "tests", "qtest", t)
+        mine = case_list(prog, os.path.join(qemu_dir, "qemu-system-x86_64"))
+        full = case_list(prog, os.path.join(full_dir, "qemu-system-x86_64"))
+        missing = [c for c in full if c not in mine]
+        if full and not missing:
+            say(f"ok - {group}/{t}: lists the same {len(mine)} cases as against the full QEMU")
+        else:
+            say(f"not ok - {group}/{t}: {len(missing)} of {len(full)} cases missing against "
+                f"the full QEMU (a device or machine not built?): {' '.join(missing[:5])}")
+            ok = False
+    return ok
+
+
 def run_qtests(group, qemu_dir, timeout, sanitizer=False):
     """Every qtest of QEMU_QTESTS in QEMU_DIR with --tap -k under TIMEOUT
     seconds, its log build/test-logs/NAME.tap (NAME-san.tap with
