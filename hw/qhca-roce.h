@@ -338,6 +338,23 @@ uint32_t qhca_roce_crc32_update_table(uint32_t crc, const void *buf,
 /* qhca_roce_crc32_update() uses carry-less multiplication (x86 PCLMULQDQ) */
 bool qhca_roce_crc32_fast(void);
 
+/* How qhca_roce_crc32_update() computes, narrowest first */
+enum {
+    QHCA_ROCE_CRC32_TABLE,          /* the tables */
+    QHCA_ROCE_CRC32_CLMUL,          /* PCLMULQDQ, 16-byte lanes */
+    QHCA_ROCE_CRC32_CLMUL_AVX2,     /* VPCLMULQDQ, 32-byte registers */
+    QHCA_ROCE_CRC32_CLMUL_AVX512,   /* VPCLMULQDQ, 64-byte registers */
+    QHCA_ROCE_CRC32_LEVELS
+};
+/* The widest the host has whose start-up check agreed with the tables */
+int qhca_roce_crc32_level(void);
+/*
+ * For tests and benches: use at most @level (never more than the host
+ * has); returns the level now in use.  Not thread-safe: call it before
+ * any other thread computes a CRC.
+ */
+int qhca_roce_crc32_set_level(int level);
+
 /* The RFC 1071 Internet checksum of buf, ready to store big-endian */
 uint16_t qhca_roce_inet_csum(const void *buf, size_t len);
 /*

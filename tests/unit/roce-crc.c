@@ -81,36 +81,60 @@ void test_crc32(void)
 }
 
 /*
- * The carry-less-multiply CRC (hw/qhca-roce.c, x86 PCLMULQDQ) against the
- * table one, on random data at every alignment and length around its
- * 64-byte and 16-byte steps; on a host that has PCLMULQDQ it must be the
- * one in use (it turns itself off if its own start-up check fails)
+ * The carry-less-multiply CRCs (hw/qhca-roce.c, x86 PCLMULQDQ and
+ * VPCLMULQDQ) against the table one, each width the host has in turn, on
+ * random data at every alignment and length around their 16-, 64-, 128-
+ * and 256-byte steps; the widest the host has must be the one in use (a
+ * width turns itself off if its own start-up check fails)
  */
 void test_crc32_fast(void)
 {
     static uint8_t b[9000];
+    int best = qhca_roce_crc32_level();
+    int level, want = QHCA_ROCE_CRC32_TABLE;
     unsigned i;
 
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("pclmul")) {
         CHECK(qhca_roce_crc32_fast());
+        want = QHCA_ROCE_CRC32_CLMUL;
+        if (__builtin_cpu_supports("avx2") &&
+            __builtin_cpu_supports("vpclmulqdq")) {
+            want = QHCA_ROCE_CRC32_CLMUL_AVX2;
+        }
+        if (__builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512vl") &&
+            __builtin_cpu_supports("vpclmulqdq")) {
+            want = QHCA_ROCE_CRC32_CLMUL_AVX512;
+        }
     }
 #endif
+    CHECK_EQ(best, want);
     for (i = 0; i < sizeof(b); i++) {
         b[i] = rnd(256);
     }
-    for (i = 0; i < 3000; i++) {
-        uint32_t off = rnd(64);
-        uint32_t len = i < 300 ? i : rnd(sizeof(b) - 64);
-        uint32_t seed = (uint32_t)rnd64();
+    for (level = best; level >= QHCA_ROCE_CRC32_CLMUL; level--) {
+        CHECK_EQ(qhca_roce_crc32_set_level(level), level);
+        for (i = 0; i < 3000; i++) {
+            uint32_t off = rnd(64);
+            uint32_t len = i < 600 ? i : rnd(sizeof(b) - 64);
+            uint32_t seed = (uint32_t)rnd64();
 
-        CHECK_EQ(qhca_roce_crc32_update(seed, b + off, len),
-                 qhca_roce_crc32_update_table(seed, b + off, len));
+            CHECK_EQ(qhca_roce_crc32_update(seed, b + off, len),
+                     qhca_roce_crc32_update_table(seed, b + off, len));
+        }
+        /* a whole frame's worth, and the check value through the fast path */
+        memset(b, '7', 4096);
+        CHECK_EQ(~qhca_roce_crc32_update(~0u, b, 4096),
+                 ~qhca_roce_crc32_update_table(~0u, b, 4096));
+        memcpy(b, "123456789", 9);
+        CHECK_EQ(~qhca_roce_crc32_update(~0u, b, 9), 0xcbf43926);
+        for (i = 0; i < sizeof(b); i++) {
+            b[i] = rnd(256);
+        }
     }
-    /* a whole frame's worth, and the check value through the fast path */
-    memset(b, '7', 4096);
-    CHECK_EQ(~qhca_roce_crc32_update(~0u, b, 4096),
-             ~qhca_roce_crc32_update_table(~0u, b, 4096));
+    /* never wider than the host has */
+    CHECK_EQ(qhca_roce_crc32_set_level(QHCA_ROCE_CRC32_LEVELS), best);
 }
 
 void test_inet_csum(void)

@@ -7,6 +7,7 @@
  *                     [--iters N] [--window-kib N] [--rx-batch N]
  *                     [--tx-batch N] [--rcvbuf BYTES] [--virtual-clock]
  *                     [--cg-side 0|1] [--cpus C0,C1]
+ *                     [--crc table|clmul|avx2|avx512]
  *   qhca-engine-bench --memcpy [--size BYTES] [--seconds S]
  *
  * Device A is the requester (it posts the WRITEs, READs or SENDs on every
@@ -43,6 +44,7 @@
  */
 
 #include "eb.h"
+#include "qhca-roce.h"
 #include "qemu/bswap.h"
 #include <getopt.h>
 #include <poll.h>
@@ -70,13 +72,22 @@ typedef struct EbOpts {
     int rcvbuf;
     int cg_side;
     int cpu[2];
+    int crc;
     bool memcpy_only;
 } EbOpts;
 
 static EbOpts opt = {
     .setup = 'a', .wire = EB_WIRE_INPROC, .op = EB_OP_WRITE, .size = 65536,
     .qps = 1, .seconds = 2.0, .window_kib = 64, .rx_batch = 1,
-    .tx_batch = 1, .cg_side = -1, .cpu = { 0, 1 },
+    .tx_batch = 1, .cg_side = -1, .cpu = { 0, 1 }, .crc = -1,
+};
+
+/* --crc: how the ICRC is computed (QHCA_ROCE_CRC32_*) */
+static const char *const crc_names[QHCA_ROCE_CRC32_LEVELS] = {
+    [QHCA_ROCE_CRC32_TABLE] = "table",
+    [QHCA_ROCE_CRC32_CLMUL] = "clmul",
+    [QHCA_ROCE_CRC32_CLMUL_AVX2] = "avx2",
+    [QHCA_ROCE_CRC32_CLMUL_AVX512] = "avx512",
 };
 
 static const char *const op_names[] = { "write", "read", "send" };
@@ -560,12 +571,14 @@ static void print_result(const EbDev *a, const EbSideReport *ra,
     uint64_t pkts = msgs * pkts_per_msg;
 
     printf("setup=%c wire=%s op=%s size=%u qps=%u depth=%u window_kib=%u "
-           "rx_batch=%u tx_batch=%u rcvbuf=%d seconds=%.6f messages=%" PRIu64
+           "rx_batch=%u tx_batch=%u rcvbuf=%d crc=%s seconds=%.6f messages=%"
+           PRIu64
            " bytes=%.0f GBps=%.4f msgs_per_s=%.0f data_packets=%" PRIu64
            " ns_per_packet=%.1f",
            opt.setup, wire_names[opt.wire], op_names[opt.op], opt.size,
            opt.qps, opt.depth, opt.window_kib, opt.rx_batch, opt.tx_batch,
-           opt.rcvbuf, secs, msgs, bytes, secs > 0 ? bytes / secs / 1e9 : 0,
+           opt.rcvbuf, crc_names[qhca_roce_crc32_level()], secs, msgs, bytes,
+           secs > 0 ? bytes / secs / 1e9 : 0,
            secs > 0 ? msgs / secs : 0, pkts,
            pkts ? secs * 1e9 / pkts : 0);
     printf(" a_cpu_s=%.4f a_dev_s=%.4f a_sys_s=%.4f a_drv_s=%.4f "
@@ -600,6 +613,7 @@ static void usage(FILE *f)
         "         [--depth N] [--seconds S] [--iters N] [--window-kib N]\n"
         "         [--rx-batch N] [--tx-batch N] [--rcvbuf BYTES]\n"
         "         [--virtual-clock] [--cg-side 0|1] [--cpus C0,C1]\n"
+        "         [--crc table|clmul|avx2|avx512]\n"
         "       qhca-engine-bench --memcpy [--size BYTES] [--seconds S]\n"
         "The device logic with no guest: see docs/performance.md,\n"
         "\"The engine bench\".  One line of key=value results on stdout.\n");
@@ -637,6 +651,7 @@ static void parse_args(int argc, char **argv)
         { "virtual-clock", no_argument, NULL, 'V' },
         { "cg-side", required_argument, NULL, 'C' },
         { "cpus", required_argument, NULL, 'P' },
+        { "crc", required_argument, NULL, 'K' },
         { "memcpy", no_argument, NULL, 'M' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -724,6 +739,15 @@ static void parse_args(int argc, char **argv)
             bad = sscanf(optarg, "%d,%d", &opt.cpu[0], &opt.cpu[1]) != 2 ||
                   opt.cpu[0] < 0 || opt.cpu[1] < 0;
             break;
+        case 'K':
+            bad = true;
+            for (v = 0; v < QHCA_ROCE_CRC32_LEVELS; v++) {
+                if (!strcmp(optarg, crc_names[v])) {
+                    opt.crc = v;
+                    bad = false;
+                }
+            }
+            break;
         case 'M':
             opt.memcpy_only = true;
             break;
@@ -807,6 +831,11 @@ int main(int argc, char **argv)
     unsigned i;
 
     parse_args(argc, argv);
+    if (opt.crc >= 0 && qhca_roce_crc32_set_level(opt.crc) != opt.crc) {
+        fprintf(stderr, "engine-bench: --crc %s: this host has at most %s\n",
+                crc_names[opt.crc], crc_names[qhca_roce_crc32_level()]);
+        exit(2);
+    }
     if (opt.memcpy_only) {
         return bench_memcpy();
     }
