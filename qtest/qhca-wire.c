@@ -119,6 +119,7 @@ const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
 const char *pair_dev_props = "";
 const char *pair_nic;
 const char *pair_args = "";
+const char *pair_netdevs;
 
 /* Give bridge @br a 64 MiB memory window at the bus's next free address */
 static void bridge_window(QPCIBus *bus, QPCIDevice *br)
@@ -164,6 +165,7 @@ void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
 {
     g_autofree char *dump = NULL;
     g_autofree char *ea = NULL, *eb = NULL;
+    g_autofree char *na = NULL, *nb = NULL;
     const char *pcap;
     const char *ports, *b_dev;
     int sa[2], sb[2];
@@ -217,10 +219,16 @@ void pair_start_topo(Pair *p, WirePolicy policy, PairTopo topo)
         eb = g_strdup_printf("%s %s,netdev=nb,mac=52:54:00:00:00:0b", ports,
                              b_dev);
     }
+    if (pair_netdevs) {
+        na = g_strdup(pair_netdevs);
+        nb = g_strdup("");
+    } else {
+        na = g_strdup_printf("-netdev socket,id=na,fd=%d", sa[1]);
+        nb = g_strdup_printf("-netdev socket,id=nb,fd=%d", sb[1]);
+    }
     p->qs = qtest_pc_boot("-machine q35 -nodefaults -m %dM "
-                          "-netdev socket,id=na,fd=%d %s%s "
-                          "-netdev socket,id=nb,fd=%d %s%s %s %s",
-                          RAM_SIZE_MB, sa[1], ea, pair_dev_props, sb[1], eb,
+                          "%s %s%s %s %s%s %s %s",
+                          RAM_SIZE_MB, na, ea, pair_dev_props, nb, eb,
                           pair_dev_props, dump ? dump : "", pair_args);
     close(sa[1]);
     close(sb[1]);

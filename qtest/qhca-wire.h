@@ -128,6 +128,13 @@ extern const char *pair_dev_props;
 extern const char *pair_nic;
 /* More arguments for the next pair_start()'s QEMU, e.g. "-object ..." */
 extern const char *pair_args;
+/*
+ * NULL: the devices' netdevs (na, nb) are sockets to the test's wire.
+ * Otherwise the -netdev options that make na and nb instead, e.g. two
+ * dgram netdevs joined to each other: then the test's wire carries nothing
+ * (WIRE_PASS only) and the devices' frames go through those netdevs
+ */
+extern const char *pair_netdevs;
 
 /*
  * Start QEMU with devices A and B on the wire, both enabled; the devices'

@@ -237,6 +237,11 @@ def choose_accel(accel, probe=None):
 END_GRACE_S = 30
 
 
+# --wire-opts: the dgram netdev options of scripts/qemu/0005-net-dgram-batch.patch
+WIRE_OPTS_RE = re.compile(r"(?:(?:rx-batch|tx-batch)=[0-9]+|(?:rcvbuf|sndbuf)=[0-9]+[kKMG]?)"
+                          r"(?:,(?:(?:rx-batch|tx-batch)=[0-9]+|(?:rcvbuf|sndbuf)=[0-9]+[kKMG]?))*")
+
+
 class GuestRun:
     """N guests wired as scripts/launch wires them, each running a script.
 
@@ -282,7 +287,7 @@ class GuestRun:
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
                  mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
                  learning=None, migratable=(), migrate_plan=(), snapshots=False,
-                 two_networks=None, switch=None):
+                 two_networks=None, switch=None, wire_opts=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -315,6 +320,12 @@ class GuestRun:
         # as scripts/launch: eth0 MTU 9000 (RDMA path MTU 4096), UDP wire
         self.mtu = int(mtu or os.environ.get("QHCA_GUEST_MTU", 9000))
         self.wire = wire or os.environ.get("QHCA_WIRE", "udp")
+        # more options of the two guests' -netdev dgram (scripts/qemu/0005)
+        self.wire_opts = (os.environ.get("QHCA_WIRE_OPTS", "") if wire_opts is None
+                          else wire_opts)
+        if self.wire_opts and not WIRE_OPTS_RE.fullmatch(self.wire_opts):
+            raise ValueError(f"wire options '{self.wire_opts}': K=V[,K=V...] of "
+                             "rx-batch, tx-batch, rcvbuf, sndbuf")
         self.sockdir = None
         if not 576 <= self.mtu <= 65535:
             raise ValueError("mtu must be 576..65535")
@@ -384,15 +395,16 @@ class GuestRun:
         if self.netns:
             tap = f"q{i}{net}" + ("m" if alt else "")
             return f"tap,id={nid},ifname={tap},script=no,downscript=no"
+        opts = f",{self.wire_opts}" if self.wire_opts else ""
         if self.wire == "unix":
             return (f"dgram,id={nid},local.type=unix,"
                     f"local.path={self.sockdir}/{net}{i},remote.type=unix,"
-                    f"remote.path={self.sockdir}/{net}{3 - i}")
+                    f"remote.path={self.sockdir}/{net}{3 - i}{opts}")
         base = 0 if net == "ip" else self.n
         me, peer = self.ports[base + i - 1], self.ports[base + (3 - i) - 1]
         return (f"dgram,id={nid},local.type=inet,local.host=127.0.0.1,"
                 f"local.port={me},remote.type=inet,remote.host=127.0.0.1,"
-                f"remote.port={peer}")
+                f"remote.port={peer}{opts}")
 
     def _ip(self, *args, check=True):
         return subprocess.run(["ip", *args], check=check, stdout=subprocess.DEVNULL,

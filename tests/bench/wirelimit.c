@@ -3,7 +3,7 @@
  * QEMU's -netdev dgram does?  The upper bound any device behind that netdev
  * can reach between two QEMUs, measured by scripts/bench.
  *
- *   wirelimit [-t udp|unix] [-s BYTES] [-d SECONDS]
+ *   wirelimit [-t udp|unix] [-s BYTES] [-d SECONDS] [-b N] [-r BYTES]
  *
  * A sender process and a receiver process (fork), each with its own
  * datagram socket, as QEMU's net/dgram.c sets them up:
@@ -16,10 +16,16 @@
  * the receiver polls and calls recv() per frame into a 4096+65536-byte
  * buffer (NET_BUFSIZE), as net_dgram_send does from the main loop.
  *
+ * -b N (batched mode, as the dgram netdev with rx-batch=N,tx-batch=N of
+ * scripts/qemu/0005-net-dgram-batch.patch): the sender sends N frames per
+ * sendmmsg() and the receiver reads up to N per recvmmsg() each time the
+ * socket is readable. -r BYTES: SO_RCVBUF of the receiver and SO_SNDBUF of
+ * the sender (rcvbuf=, sndbuf=).
+ *
  * The sender sends for SECONDS; frames carry a sequence number. Output, one
  * line:
  *   wirelimit type=udp size=4200 seconds=2.000 sent=N received=N lost=N
- *     lost_pct=P sent_MBps=X MBps=Y eagain=N
+ *     lost_pct=P sent_MBps=X MBps=Y eagain=N batch=N bufsize=N
  * MBps is megabytes (10^6) of datagram payload received per second.
  */
 #define _GNU_SOURCE
@@ -40,6 +46,7 @@
 #include <unistd.h>
 
 #define NET_BUFSIZE (4096 + 65536)
+#define BATCH_MAX 64
 
 struct result {
 	uint64_t count;
@@ -111,11 +118,39 @@ static int make_socket(int unix_type, const char *path, union addr *a,
 	return fd;
 }
 
+/* -r: both buffers of a socket */
+static void set_bufs(int fd, int bytes)
+{
+	if (bytes > 0 &&
+	    (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) < 0 ||
+	     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) < 0))
+		die("setsockopt");
+}
+
+/* -b: up to @batch datagrams with one recvmmsg(); how many */
+static int recv_batch(int fd, char *bufs, unsigned int batch,
+		      struct mmsghdr *msgs, struct iovec *iov)
+{
+	unsigned int i;
+
+	for (i = 0; i < batch; i++) {
+		iov[i].iov_base = bufs + (size_t)i * NET_BUFSIZE;
+		iov[i].iov_len = NET_BUFSIZE;
+		memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	return recvmmsg(fd, msgs, batch, MSG_DONTWAIT, NULL);
+}
+
 /* receiver: count frames until the sender's end marker (or 1 s of
  * silence); writes a struct result to the pipe */
-static void receiver(int fd, int out, double seconds)
+static void receiver(int fd, int out, double seconds, unsigned int batch)
 {
 	static char buf[NET_BUFSIZE];
+	static char bufs[BATCH_MAX * NET_BUFSIZE];
+	static struct mmsghdr msgs[BATCH_MAX];
+	static struct iovec iov[BATCH_MAX];
 	struct result r = { 0 };
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	double t0 = 0, tlast = 0, deadline = now() + seconds + 30;
@@ -132,6 +167,23 @@ static void receiver(int fd, int out, double seconds)
 			break;
 		if (n <= 0)
 			continue;
+		if (batch > 1) {
+			int got = recv_batch(fd, bufs, batch, msgs, iov);
+
+			if (got < 0 && errno != EAGAIN && errno != EINTR)
+				die("recvmmsg");
+			for (int i = 0; i < got; i++) {
+				if (msgs[i].msg_len == 8 &&
+				    !memcmp(iov[i].iov_base, "THE-END!", 8))
+					goto done;
+				if (!r.count)
+					t0 = now();
+				tlast = now();
+				r.count++;
+				r.bytes += msgs[i].msg_len;
+			}
+			continue;
+		}
 		for (;;) {
 			ssize_t got = recv(fd, buf, sizeof(buf), 0);
 
@@ -165,7 +217,11 @@ int main(int argc, char **argv)
 	const char *type = "udp";
 	size_t size = 4200;
 	double seconds = 2;
-	int opt, unix_type;
+	int opt, unix_type, bufsize = 0;
+	unsigned int batch = 1;
+	static struct mmsghdr smsgs[BATCH_MAX];
+	static struct iovec siov[BATCH_MAX];
+	char *frames;
 	char dir[] = "/tmp/wirelimit-XXXXXX", rpath[128], spath[128];
 	union addr ra, sa;
 	socklen_t rlen, slen;
@@ -177,15 +233,22 @@ int main(int argc, char **argv)
 	double t0, t1;
 	int st;
 
-	while ((opt = getopt(argc, argv, "t:s:d:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:d:b:r:h")) != -1) {
 		switch (opt) {
 		case 't': type = optarg; break;
 		case 's': size = strtoul(optarg, NULL, 0); break;
 		case 'd': seconds = strtod(optarg, NULL); break;
+		case 'b': batch = strtoul(optarg, NULL, 0); break;
+		case 'r': bufsize = strtol(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: wirelimit [-t udp|unix] [-s BYTES] [-d SECONDS]\n");
+			fprintf(stderr, "usage: wirelimit [-t udp|unix] [-s BYTES] [-d SECONDS] [-b N] [-r BYTES]\n");
 			return 2;
 		}
+	}
+	if (optind < argc || batch < 1 || batch > BATCH_MAX || bufsize < 0) {
+		fprintf(stderr, "wirelimit: -b 1..%d, -r >= 0, no other arguments\n",
+			BATCH_MAX);
+		return 2;
 	}
 	if (strcmp(type, "udp") && strcmp(type, "unix")) {
 		fprintf(stderr, "wirelimit: -t udp or -t unix\n");
@@ -204,6 +267,8 @@ int main(int argc, char **argv)
 	}
 	rfd = make_socket(unix_type, rpath, &ra, &rlen);
 	sfd = make_socket(unix_type, spath, &sa, &slen);
+	set_bufs(rfd, bufsize);
+	set_bufs(sfd, bufsize);
 	if (pipe(pfd) < 0)
 		die("pipe");
 	pid = fork();
@@ -212,13 +277,22 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		close(sfd);
 		close(pfd[0]);
-		receiver(rfd, pfd[1], seconds);
+		receiver(rfd, pfd[1], seconds, batch);
 	}
 	close(rfd);
 	close(pfd[1]);
 	frame = calloc(1, size);
-	if (!frame)
+	frames = calloc(batch, size);
+	if (!frame || !frames)
 		die("calloc");
+	for (unsigned int i = 0; i < batch; i++) {
+		siov[i].iov_base = frames + (size_t)i * size;
+		siov[i].iov_len = size;
+		smsgs[i].msg_hdr.msg_iov = &siov[i];
+		smsgs[i].msg_hdr.msg_iovlen = 1;
+		smsgs[i].msg_hdr.msg_name = &ra.sa;
+		smsgs[i].msg_hdr.msg_namelen = rlen;
+	}
 	usleep(100000);
 	p.fd = sfd;
 	p.events = POLLOUT;
@@ -227,6 +301,33 @@ int main(int argc, char **argv)
 	while (1) {
 		ssize_t n;
 
+		if (batch > 1) {
+			int sent;
+
+			if (now() >= t1)
+				break;
+			/* as the netdev: each frame copied into its slot */
+			for (unsigned int i = 0; i < batch; i++) {
+				uint64_t seq = s.count + i;
+
+				memcpy(frame, &seq, sizeof(seq));
+				memcpy(siov[i].iov_base, frame, size);
+			}
+			sent = sendmmsg(sfd, smsgs, batch, 0);
+			if (sent < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == ENOBUFS) {
+					s.eagain++;
+					poll(&p, 1, 100);
+					continue;
+				}
+				die("sendmmsg");
+			}
+			s.count += sent;
+			s.bytes += (uint64_t)sent * size;
+			continue;
+		}
 		if ((s.count & 63) == 0 && now() >= t1)
 			break;
 		memcpy(frame, &s.count, sizeof(s.count));
@@ -261,13 +362,14 @@ int main(int argc, char **argv)
 		rmdir(dir);
 	}
 	printf("wirelimit type=%s size=%zu seconds=%.3f sent=%llu received=%llu "
-	       "lost=%llu lost_pct=%.2f sent_MBps=%.1f MBps=%.1f eagain=%llu\n",
+	       "lost=%llu lost_pct=%.2f sent_MBps=%.1f MBps=%.1f eagain=%llu "
+	       "batch=%u bufsize=%d\n",
 	       type, size, s.seconds, (unsigned long long)s.count,
 	       (unsigned long long)r.count,
 	       (unsigned long long)(s.count - r.count),
 	       s.count ? 100.0 * (s.count - r.count) / s.count : 0.0,
 	       s.bytes / s.seconds / 1e6,
 	       r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
-	       (unsigned long long)s.eagain);
+	       (unsigned long long)s.eagain, batch, bufsize);
 	return 0;
 }

@@ -5,7 +5,8 @@
  *   qhca-engine-bench [--setup a|b] [--wire udp|unix] [--op write|read|send]
  *                     [--size BYTES] [--qps N] [--depth N] [--seconds S]
  *                     [--iters N] [--window-kib N] [--rx-batch N]
- *                     [--tx-batch N] [--rcvbuf BYTES] [--virtual-clock]
+ *                     [--tx-batch N] [--rcvbuf BYTES] [--sndbuf BYTES]
+ *                     [--virtual-clock]
  *                     [--cg-side 0|1] [--cpus C0,C1]
  *                     [--crc table|clmul|avx2|avx512]
  *   qhca-engine-bench --memcpy [--size BYTES] [--seconds S]
@@ -70,6 +71,7 @@ typedef struct EbOpts {
     unsigned rx_batch;
     unsigned tx_batch;
     int rcvbuf;
+    int sndbuf;
     int cg_side;
     int cpu[2];
     int crc;
@@ -468,6 +470,11 @@ static int make_socket(EbWireType w, const char *path,
                    sizeof(opt.rcvbuf)) < 0) {
         perror("engine-bench: SO_RCVBUF");
     }
+    if (opt.sndbuf > 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &opt.sndbuf,
+                   sizeof(opt.sndbuf)) < 0) {
+        perror("engine-bench: SO_SNDBUF");
+    }
     return fd;
 }
 
@@ -571,13 +578,15 @@ static void print_result(const EbDev *a, const EbSideReport *ra,
     uint64_t pkts = msgs * pkts_per_msg;
 
     printf("setup=%c wire=%s op=%s size=%u qps=%u depth=%u window_kib=%u "
-           "rx_batch=%u tx_batch=%u rcvbuf=%d crc=%s seconds=%.6f messages=%"
+           "rx_batch=%u tx_batch=%u rcvbuf=%d sndbuf=%d crc=%s seconds=%.6f "
+           "messages=%"
            PRIu64
            " bytes=%.0f GBps=%.4f msgs_per_s=%.0f data_packets=%" PRIu64
            " ns_per_packet=%.1f",
            opt.setup, wire_names[opt.wire], op_names[opt.op], opt.size,
            opt.qps, opt.depth, opt.window_kib, opt.rx_batch, opt.tx_batch,
-           opt.rcvbuf, crc_names[qhca_roce_crc32_level()], secs, msgs, bytes,
+           opt.rcvbuf, opt.sndbuf, crc_names[qhca_roce_crc32_level()], secs,
+           msgs, bytes,
            secs > 0 ? bytes / secs / 1e9 : 0,
            secs > 0 ? msgs / secs : 0, pkts,
            pkts ? secs * 1e9 / pkts : 0);
@@ -612,6 +621,7 @@ static void usage(FILE *f)
         "         [--op write|read|send] [--size BYTES] [--qps N]\n"
         "         [--depth N] [--seconds S] [--iters N] [--window-kib N]\n"
         "         [--rx-batch N] [--tx-batch N] [--rcvbuf BYTES]\n"
+        "         [--sndbuf BYTES]\n"
         "         [--virtual-clock] [--cg-side 0|1] [--cpus C0,C1]\n"
         "         [--crc table|clmul|avx2|avx512]\n"
         "       qhca-engine-bench --memcpy [--size BYTES] [--seconds S]\n"
@@ -648,6 +658,7 @@ static void parse_args(int argc, char **argv)
         { "rx-batch", required_argument, NULL, 'R' },
         { "tx-batch", required_argument, NULL, 'T' },
         { "rcvbuf", required_argument, NULL, 'B' },
+        { "sndbuf", required_argument, NULL, 'S' },
         { "virtual-clock", no_argument, NULL, 'V' },
         { "cg-side", required_argument, NULL, 'C' },
         { "cpus", required_argument, NULL, 'P' },
@@ -727,6 +738,10 @@ static void parse_args(int argc, char **argv)
         case 'B':
             bad = !parse_uint(optarg, INT32_MAX, &v);
             opt.rcvbuf = v;
+            break;
+        case 'S':
+            bad = !parse_uint(optarg, INT32_MAX, &v);
+            opt.sndbuf = v;
             break;
         case 'V':
             eb_virtual_clock = true;
