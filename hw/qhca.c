@@ -14,6 +14,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/defer-call.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -253,6 +254,10 @@ static const QhcaCoreOps qhca_core_ops = {
  * source after the switch-over, a destination before it runs, a snapshot).
  * The net layer holds received frames meanwhile and the virtual clock, and
  * with it the timer, stands still.
+ *
+ * A run's frames are one burst (defer_call_begin()/defer_call_end()): a
+ * backend that batches its system calls, as -netdev dgram,tx-batch=N does,
+ * sends them together when the run ends.
  */
 static void qhca_bh(void *opaque)
 {
@@ -262,8 +267,10 @@ static void qhca_bh(void *opaque)
         s->bh_held = true;
         return;
     }
+    defer_call_begin();
     qhca_port_poll(s);
     qhca_core_run(&s->core);
+    defer_call_end();
 }
 
 static void qhca_vm_change(void *opaque, bool running, RunState state)
