@@ -298,7 +298,7 @@ static void core_reset_now(QhcaCore *c)
     c->reset_pending = false;
     qhca_free_all(c);
     qhca_rxq_clear(c);
-    c->nready = c->ndwait = 0;
+    c->nready = c->ndwait = c->dwait_head = 0;
     c->scan_all = false;
     c->inflight_bytes = 0;
     c->ctrl = 0;

@@ -160,6 +160,7 @@ struct QhcaQpEngine {
     uint32_t live_idx;          /* where its QPN is in QhcaCore.live_qpn */
     bool ready;                 /* on QhcaCore.ready_qpn */
     bool dwait;                 /* on QhcaCore.dwait_qpn */
+    uint64_t dwait_need;        /* the bytes of window it waits for */
     uint64_t inflight_counted;  /* its part of QhcaCore.inflight_bytes */
     uint32_t window_bytes;      /* QhcaCore.window_bytes when created */
     uint32_t cwnd;              /* packets in flight after a loss; 0: all */
@@ -302,7 +303,7 @@ uint64_t qhca_qp_rto_ns(const QhcaQp *qp);
 void qhca_qp_inflight_sync(QhcaCore *c, QhcaQp *qp);
 void qhca_qp_inflight_recount(QhcaCore *c);
 /* @qp waits for room in the device's window */
-void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp);
+void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp, uint64_t need);
 unsigned qhca_tx_room(QhcaCore *c);
 
 /* qhca-req.c: the requester */

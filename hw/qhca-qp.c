@@ -368,14 +368,37 @@ void qhca_qp_ready(QhcaCore *c, QhcaQp *qp)
     c->ops->schedule(c->opaque);
 }
 
-void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp)
+/*
+ * @qp waits for @need bytes of room in the device's window (its packet's
+ * new data): the runs visit it again only when that much is free, so that
+ * a QP waiting for a READ piece's answers is not visited for every packet's
+ * worth of room (a visit reads and checks its WQE again).  The line is a
+ * ring, oldest first.
+ */
+void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp, uint64_t need)
 {
     QhcaQpEngine *e = qp->eng;
 
+    e->dwait_need = need;
     if (!e->dwait) {
         e->dwait = true;
-        c->dwait_qpn[c->ndwait++] = qp->qpn;
+        c->dwait_qpn[(c->dwait_head + c->ndwait++) % QHCA_MAX_QP] = qp->qpn;
     }
+}
+
+/* Take @qpn out of the device window's line, keeping the others' order */
+static void dwait_remove(QhcaCore *c, uint32_t qpn)
+{
+    uint32_t i, k = 0;
+
+    for (i = 0; i < c->ndwait; i++) {
+        uint16_t q = c->dwait_qpn[(c->dwait_head + i) % QHCA_MAX_QP];
+
+        if (q != qpn) {
+            c->dwait_qpn[(c->dwait_head + k++) % QHCA_MAX_QP] = q;
+        }
+    }
+    c->ndwait = k;
 }
 
 static void qp_list_remove(uint16_t *list, uint32_t *n, uint32_t qpn)
@@ -649,7 +672,7 @@ void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
         qp_list_remove(c->ready_qpn, &c->nready, qp->qpn);
     }
     if (qp->eng->dwait) {
-        qp_list_remove(c->dwait_qpn, &c->ndwait, qp->qpn);
+        dwait_remove(c, qp->qpn);
     }
     g_free(qp->eng->wqe);
     g_free(qp->eng);
@@ -668,6 +691,7 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         uint32_t units = e->units, live_idx = e->live_idx;
         uint32_t window = e->window_bytes;
         bool ready = e->ready, dwait = e->dwait;
+        uint64_t dwait_need = e->dwait_need;
         uint64_t counted = e->inflight_counted;
 
         memset(wqe, 0, sizeof(*wqe) << qp->sq.log_depth);
@@ -678,6 +702,7 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         e->window_bytes = window;
         e->ready = ready;
         e->dwait = dwait;
+        e->dwait_need = dwait_need;
         e->inflight_counted = counted;
         e->deadline = -1;
         qp->sq.pi = qp->sq.ci = 0;
@@ -919,12 +944,13 @@ static bool qp_visit(QhcaCore *c, QhcaQp *qp)
     return more;
 }
 
-/* Room in the device's window for a packet of @qp's */
+/* Room in the device's window for what @qp waits for (qhca_qp_dwait()) */
 static bool dev_window_room(const QhcaCore *c, const QhcaQp *qp)
 {
+    uint64_t need = MAX(qp->eng->dwait_need, (uint64_t)qp_mtu(qp));
+
     return !c->inflight_bytes ||
-           c->inflight_bytes + qp_mtu(qp) <=
-           (uint64_t)qp_window(qp) * qp_mtu(qp);
+           c->inflight_bytes + need <= (uint64_t)qp_window(qp) * qp_mtu(qp);
 }
 
 /*
@@ -944,7 +970,7 @@ bool qhca_qp_engine_run(QhcaCore *c)
     uint32_t i, n, again = 0, waiters;
 
     if (!c->nlive) {
-        c->nready = c->ndwait = 0;
+        c->nready = c->ndwait = c->dwait_head = 0;
         c->scan_all = false;
         core_timer_update(c);
         return false;
@@ -1004,13 +1030,13 @@ bool qhca_qp_engine_run(QhcaCore *c)
     /* the device's window: the QPs that wait for it, while it has room */
     for (waiters = c->ndwait; waiters && c->ndwait && qhca_tx_room(c);
          waiters--) {
-        QhcaQp *qp = qhca_core_qp(c, c->dwait_qpn[0]);
+        QhcaQp *qp = qhca_core_qp(c, c->dwait_qpn[c->dwait_head]);
 
         if (qp && qp->eng && !dev_window_room(c, qp)) {
             break;
         }
-        memmove(c->dwait_qpn, c->dwait_qpn + 1,
-                --c->ndwait * sizeof(c->dwait_qpn[0]));
+        c->dwait_head = (c->dwait_head + 1) % QHCA_MAX_QP;
+        c->ndwait--;
         if (!qp || !qp->eng) {
             continue;
         }

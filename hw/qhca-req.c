@@ -319,7 +319,7 @@ static bool dev_window_full(QhcaCore *c, QhcaQp *qp, uint32_t last)
     if (fresh > 0 && c->inflight_bytes &&
         c->inflight_bytes + fresh * mtu > qp_window(qp) * mtu) {
         /* the next run that finds room visits it (qhca_qp_engine_run()) */
-        qhca_qp_dwait(c, qp);
+        qhca_qp_dwait(c, qp, fresh * mtu);
         return true;
     }
     return false;
@@ -417,29 +417,55 @@ static uint32_t rd_requests_out(const QhcaQp *qp)
  * where that piece ends, so that it is a duplicate of exactly one request
  * the responder executed (and tracks), never partly a new one.
  */
+typedef struct ReadPiece {
+    uint64_t n;                 /* bytes asked for */
+    uint32_t psn, end;          /* its PSNs */
+    uint32_t piece;             /* which piece of the WQE */
+} ReadPiece;
+
+/* The piece of READ @st of @len bytes that req_off is in, from req_off on */
+static ReadPiece read_next_piece(const QhcaQp *qp, const QhcaWqeState *st,
+                                 uint64_t len)
+{
+    const QhcaQpEngine *e = qp->eng;
+    uint32_t mtu = qp_mtu(qp);
+    uint64_t chunk_max = (uint64_t)read_piece_pkts(qp) * mtu;
+    ReadPiece p;
+
+    p.n = MIN(len - e->req_off, chunk_max - e->req_off % chunk_max);
+    p.psn = psn_add(st->first_psn, e->req_off / mtu);
+    p.end = psn_add(p.psn, MAX(1, DIV_ROUND_UP(p.n, mtu)) - 1);
+    p.piece = e->req_off / chunk_max;
+    return p;
+}
+
+/* Must piece @p of READ @st wait (the windows, the READ limit)? */
+static bool read_piece_waits(QhcaCore *c, QhcaQp *qp,
+                             const QhcaWqeState *st, const ReadPiece *p)
+{
+    /* one piece at a time at least, whatever losses did to cwnd */
+    if (req_must_wait(c, qp, p->psn, p->end,
+                      MAX(qp_send_window(qp),
+                          (int32_t)read_piece_pkts(qp)))) {
+        return true;
+    }
+    /* a new piece needs a responder resource; a piece asked again not */
+    return p->piece >= st->pieces_sent &&
+           rd_requests_out(qp) >= MAX(1, qp->attr.max_rd_atomic);
+}
+
 static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
                         QhcaWqeState *st, QhcaRoceHdr *h, uint64_t len,
                         unsigned *budget)
 {
     QhcaQpEngine *e = qp->eng;
-    uint32_t mtu = qp_mtu(qp);
-    uint64_t chunk_max = (uint64_t)read_piece_pkts(qp) * mtu;
 
     do {
-        uint64_t n = MIN(len - e->req_off, chunk_max - e->req_off % chunk_max);
-        uint32_t psn = psn_add(st->first_psn, e->req_off / mtu);
-        uint32_t end = psn_add(psn, MAX(1, DIV_ROUND_UP(n, mtu)) - 1);
-        uint32_t piece = e->req_off / chunk_max;
+        ReadPiece p = read_next_piece(qp, st, len);
+        uint64_t n = p.n;
+        uint32_t psn = p.psn, end = p.end, piece = p.piece;
 
-        /* one piece at a time at least, whatever losses did to cwnd */
-        if (req_must_wait(c, qp, psn, end,
-                          MAX(qp_send_window(qp),
-                              (int32_t)read_piece_pkts(qp)))) {
-            return SEND_WAIT;
-        }
-        /* a new piece needs a responder resource; a piece asked again not */
-        if (piece >= st->pieces_sent &&
-            rd_requests_out(qp) >= MAX(1, qp->attr.max_rd_atomic)) {
+        if (read_piece_waits(c, qp, st, &p)) {
             return SEND_WAIT;
         }
         if (!*budget) {
@@ -713,8 +739,9 @@ static void req_start(QhcaQp *qp, QhcaWqeState *st,
  * The next packet of the WQE at req_idx (its first for a WQE not started)
  * is past the QP's or the device's window: known without reading the WQE
  * again, which a run over many QPs that wait would otherwise do for each.
- * READs check the whole piece when they send; their first PSN is enough
- * here.
+ * A READ that has begun checks its next piece as rc_send_read() does (the
+ * QP that gets each of its answers is visited for it); an atomic that has
+ * begun is read again.
  */
 static bool req_window_shut(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st)
 {
@@ -722,6 +749,11 @@ static bool req_window_shut(QhcaCore *c, QhcaQp *qp, const QhcaWqeState *st)
     uint32_t psn = e->next_psn;
 
     if (st->state == WQE_STARTED) {
+        if (st->opcode == QHCA_WQE_RDMA_READ && e->req_off < st->byte_len) {
+            ReadPiece p = read_next_piece(qp, st, st->byte_len);
+
+            return read_piece_waits(c, qp, st, &p);
+        }
         psn = psn_add(st->first_psn, e->req_off / qp_mtu(qp));
         if (is_rd_atomic(st->opcode)) {
             return false;

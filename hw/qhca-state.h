@@ -281,13 +281,15 @@ struct QhcaCore {
      * The QPs the next run visits, each once (QhcaQpEngine.ready), or every
      * live QP (scan_all: after a change the engine cannot pin on one QP);
      * the QPs waiting for room in the device's window, oldest first
-     * (QhcaQpEngine.dwait); and the run's own copy of the first list.  None
-     * is migrated: a loaded device visits every QP once (qhca-qp.c).
+     * (QhcaQpEngine.dwait; a ring: ndwait of them from dwait_head on); and
+     * the run's own copy of the first list.  None is migrated: a loaded
+     * device visits every QP once (qhca-qp.c).
      */
     uint16_t ready_qpn[QHCA_MAX_QP];
     uint32_t nready;
     bool scan_all;
     uint16_t dwait_qpn[QHCA_MAX_QP];
+    uint32_t dwait_head;
     uint32_t ndwait;
     uint16_t run_qpn[QHCA_MAX_QP];
 

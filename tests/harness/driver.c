@@ -498,6 +498,21 @@ HxQp *hx_drv_make_ud(HxDev *d, bool srq, bool rts, uint32_t *qpn)
     return qp;
 }
 
+HxQp *hx_drv_make_rc_pair(HxPair *p, unsigned slot)
+{
+    HxDev *a = &p->dev[0], *b = &p->dev[1];
+
+    if (slot < HX_QP_SETUP || slot >= HX_MAX_QPS ||
+        a->drv.qp[slot].valid || b->drv.qp[slot].valid ||
+        !make_qp(a, slot, QHCA_QPT_RC, false) ||
+        !make_qp(b, slot, QHCA_QPT_RC, false) ||
+        !hx_connect_rc(a, &a->drv.qp[slot], b, &b->drv.qp[slot],
+                       &hx_default_conn)) {
+        return NULL;
+    }
+    return &a->drv.qp[slot];
+}
+
 /* Both devices set up, RC and UC QPs connected, UD QPs in RTS, events armed */
 bool hx_pair_setup(HxPair *p)
 {

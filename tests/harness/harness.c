@@ -429,6 +429,7 @@ static bool ops_dma(HxDev *d, uint64_t addr, void *buf, uint64_t len,
         hx_grants_dma_write(d, addr, buf, n);
     } else {
         memcpy(buf, d->ram + addr, n);
+        d->dma_reads++;
         hx_grants_dma_read(d, addr, buf, n);
     }
     return n == len;
@@ -678,9 +679,9 @@ static void fire_timer(HxDev *d)
 static bool deliver(HxPair *p)
 {
     GList *l = p->wire.head;
-    unsigned n = 0;
+    unsigned n = 0, max = p->deliver_max ? p->deliver_max : 64;
 
-    while (l && n < 64) {
+    while (l && n < max) {
         GList *next = l->next;
         HxFrame *f = l->data;
         HxDev *d = &p->dev[f->to];

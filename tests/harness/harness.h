@@ -183,6 +183,7 @@ struct HxDev {
 
     uint8_t *ram;
     uint8_t dirty[HX_RAM_PAGES];
+    uint64_t dma_reads;         /* the device's DMA reads of guest RAM */
     HxGrants *grants;
 
     /* QEMU glue state */
@@ -249,6 +250,7 @@ struct HxPair {
     HxFrame *held[2];           /* reorder: waiting for the next frame */
     uint64_t wire_lost;
     uint32_t last_psn[2][1024]; /* last PSN device i sent to a QP number */
+    unsigned deliver_max;       /* frames a step delivers; 0: 64 */
     uint64_t steps;             /* hx_step() calls */
     uint64_t step_limit;        /* 0: none */
     int64_t time_limit;         /* virtual ns; 0: none */
@@ -365,6 +367,11 @@ bool hx_connect_loopback(HxDev *d, const HxConnOpts *o);
 bool hx_connect_uc_loopback(HxDev *d, const HxConnOpts *o);
 HxQp *hx_drv_qp(HxDev *d, unsigned sel);
 HxQp *hx_drv_make_ud(HxDev *d, bool srq, bool rts, uint32_t *qpn);
+/*
+ * Another RC QP (own RQ) in slot @slot (>= HX_QP_SETUP) of both devices,
+ * A's connected to B's; A's, or NULL
+ */
+HxQp *hx_drv_make_rc_pair(HxPair *p, unsigned slot);
 void hx_drv_qp_add(HxDev *d, const struct qhca_cmd_create_qp *q,
                    uint32_t qpn, const HxRing *sq, const HxRing *rq);
 struct qhca_sge hx_sge(const HxMr *m, uint64_t off, uint32_t len);
