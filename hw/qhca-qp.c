@@ -386,28 +386,20 @@ void qhca_qp_dwait(QhcaCore *c, QhcaQp *qp, uint64_t need)
     }
 }
 
-/* Take @qpn out of the device window's line, keeping the others' order */
-static void dwait_remove(QhcaCore *c, uint32_t qpn)
-{
-    uint32_t i, k = 0;
-
-    for (i = 0; i < c->ndwait; i++) {
-        uint16_t q = c->dwait_qpn[(c->dwait_head + i) % QHCA_MAX_QP];
-
-        if (q != qpn) {
-            c->dwait_qpn[(c->dwait_head + k++) % QHCA_MAX_QP] = q;
-        }
-    }
-    c->ndwait = k;
-}
-
-static void qp_list_remove(uint16_t *list, uint32_t *n, uint32_t qpn)
+/*
+ * Take @qpn out of a list of QPNs (QHCA_MAX_QP entries, a ring of *n from
+ * @head on), keeping the others' order
+ */
+static void qp_list_remove(uint16_t *list, uint32_t head, uint32_t *n,
+                           uint32_t qpn)
 {
     uint32_t i, k = 0;
 
     for (i = 0; i < *n; i++) {
-        if (list[i] != qpn) {
-            list[k++] = list[i];
+        uint16_t q = list[(head + i) % QHCA_MAX_QP];
+
+        if (q != qpn) {
+            list[(head + k++) % QHCA_MAX_QP] = q;
         }
     }
     *n = k;
@@ -669,10 +661,10 @@ void qhca_qp_engine_destroy(QhcaCore *c, QhcaQp *qp)
     }
     c->inflight_bytes -= qp->eng->inflight_counted;
     if (qp->eng->ready) {
-        qp_list_remove(c->ready_qpn, &c->nready, qp->qpn);
+        qp_list_remove(c->ready_qpn, 0, &c->nready, qp->qpn);
     }
     if (qp->eng->dwait) {
-        dwait_remove(c, qp->qpn);
+        qp_list_remove(c->dwait_qpn, c->dwait_head, &c->ndwait, qp->qpn);
     }
     g_free(qp->eng->wqe);
     g_free(qp->eng);

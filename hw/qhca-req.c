@@ -462,8 +462,6 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
 
     do {
         ReadPiece p = read_next_piece(qp, st, len);
-        uint64_t n = p.n;
-        uint32_t psn = p.psn, end = p.end, piece = p.piece;
 
         if (read_piece_waits(c, qp, st, &p)) {
             return SEND_WAIT;
@@ -471,15 +469,15 @@ static int rc_send_read(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         if (!*budget) {
             return SEND_BUDGET;
         }
-        st->pieces_sent = MAX(st->pieces_sent, piece + 1);
+        st->pieces_sent = MAX(st->pieces_sent, p.piece + 1);
         h->opcode = QHCA_ROCE_OP_RC_RDMA_READ_REQUEST;
-        h->psn = psn;
+        h->psn = p.psn;
         h->ack_req = true;
         h->reth.va = le64_to_cpu(w->rdma.remote_addr) + e->req_off;
         h->reth.rkey = le32_to_cpu(w->rdma.rkey);
-        h->reth.dma_len = n;
+        h->reth.dma_len = p.n;
         qhca_send_simple(c, h, NULL, 0);
-        req_sent(c, qp, n, budget, end);
+        req_sent(c, qp, p.n, budget, p.end);
     } while (e->req_off < len);
     return SEND_DONE;
 }

@@ -118,6 +118,20 @@ static int make_socket(int unix_type, const char *path, union addr *a,
 	return fd;
 }
 
+/* A send failed: EINTR or a full socket (then wait for room) are counted
+ * and tried again; anything else ends the run */
+static void send_failed(const char *what, struct result *s, struct pollfd *p)
+{
+	if (errno == EINTR)
+		return;
+	if (errno == EAGAIN || errno == ENOBUFS) {
+		s->eagain++;
+		poll(p, 1, 100);
+		return;
+	}
+	die(what);
+}
+
 /* -r: both buffers of a socket */
 static void set_bufs(int fd, int bytes)
 {
@@ -315,14 +329,8 @@ int main(int argc, char **argv)
 			}
 			sent = sendmmsg(sfd, smsgs, batch, 0);
 			if (sent < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN || errno == ENOBUFS) {
-					s.eagain++;
-					poll(&p, 1, 100);
-					continue;
-				}
-				die("sendmmsg");
+				send_failed("sendmmsg", &s, &p);
+				continue;
 			}
 			s.count += sent;
 			s.bytes += (uint64_t)sent * size;
@@ -333,14 +341,8 @@ int main(int argc, char **argv)
 		memcpy(frame, &s.count, sizeof(s.count));
 		n = sendto(sfd, frame, size, 0, &ra.sa, rlen);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == ENOBUFS) {
-				s.eagain++;
-				poll(&p, 1, 100);
-				continue;
-			}
-			die("sendto");
+			send_failed("sendto", &s, &p);
+			continue;
 		}
 		s.count++;
 		s.bytes += n;
