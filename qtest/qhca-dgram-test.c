@@ -119,7 +119,8 @@ static uint32_t rx_frames_reach(QQhca *d, uint32_t want)
     }
 }
 
-static void empty_datagram(bool dgram)
+/* @opts: more options of the dgram netdev (e.g. rx-batch) */
+static void empty_datagram(bool dgram, const char *opts)
 {
     g_autofree char *netdev = NULL;
     QOSState *qs;
@@ -132,7 +133,8 @@ static void empty_datagram(bool dgram)
         netdev = g_strdup_printf("dgram,id=n0,local.type=inet,"
                                  "local.host=127.0.0.1,local.port=%d,"
                                  "remote.type=inet,remote.host=127.0.0.1,"
-                                 "remote.port=%d", p.qemu_port, p.port);
+                                 "remote.port=%d%s", p.qemu_port, p.port,
+                                 opts);
     } else {
         netdev = g_strdup_printf("socket,id=n0,localaddr=127.0.0.1:%d,"
                                  "udp=127.0.0.1:%d", p.qemu_port, p.port);
@@ -155,6 +157,9 @@ static void empty_datagram(bool dgram)
     }
     peer_send_frame(&p);
     g_assert_cmpuint(rx_frames_reach(&d, 2), ==, 2);
+    /* and no empty datagram was counted as a frame */
+    g_usleep(200 * 1000);
+    g_assert_cmpuint(qhca_rd(&d, QHCA_REG_STAT_RX_FRAMES), ==, 2);
 
     qhca_uninit(&d);
     qtest_shutdown(qs);
@@ -163,12 +168,21 @@ static void empty_datagram(bool dgram)
 
 static void test_dgram(void)
 {
-    empty_datagram(true);
+    empty_datagram(true, "");
+}
+
+/*
+ * The same through rx-batch's recvmmsg(): empty datagrams among frames do
+ * not stop the batched reads
+ */
+static void test_dgram_batch_empty(void)
+{
+    empty_datagram(true, ",rx-batch=16,tx-batch=16");
 }
 
 static void test_socket_udp(void)
 {
-    empty_datagram(false);
+    empty_datagram(false, "");
 }
 
 #define BATCH_OPTS  "rx-batch=32,tx-batch=32,rcvbuf=1M,sndbuf=1M"
@@ -368,5 +382,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/netdev/dgram/batch/unix", test_batch_unix);
     qtest_add_func("/qhca/netdev/dgram/batch/udp", test_batch_udp);
     qtest_add_func("/qhca/netdev/dgram/batch/bad-value", test_batch_bad);
+    qtest_add_func("/qhca/netdev/dgram/batch/empty-datagram",
+                   test_dgram_batch_empty);
     return g_test_run();
 }
