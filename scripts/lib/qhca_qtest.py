@@ -201,10 +201,10 @@ def sanitizer_env():
 
 def generic_fuzz():
     """QEMU's generic-fuzz for qhca (scripts/fuzz qemu, build/qemu-san):
-    the known crashers once, then QHCA_FUZZ_QEMU_SECONDS (default 60)
+    the known crashers once, then QHCA_FUZZ_QEMU_SECONDS (default 30)
     seconds of fuzzing. True if neither found a crash."""
     fz = [PYTHON, os.path.join(TOP, "scripts", "fuzz"), "qemu"]
-    secs = os.environ.get("QHCA_FUZZ_QEMU_SECONDS") or "60"
+    secs = os.environ.get("QHCA_FUZZ_QEMU_SECONDS") or "30"
     ok = True
     rlog = os.path.join(LOGS, "fuzz-qemu-replay.log")
     rc = run_logged(fz + ["--replay"], rlog)
