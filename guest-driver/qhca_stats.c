@@ -122,7 +122,11 @@ int qhca_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 				   le32_to_cpu(s.rd_outstanding)) ||
 	    rdma_nl_put_driver_u32(msg, "retry_left", s.retry_left) ||
 	    rdma_nl_put_driver_u32(msg, "rnr_retry_left", s.rnr_left) ||
-	    rdma_nl_put_driver_u32(msg, "srtt_us", le32_to_cpu(s.srtt_us)))
+	    rdma_nl_put_driver_u32(msg, "srtt_us", le32_to_cpu(s.srtt_us)) ||
+	    rdma_nl_put_driver_u32(msg, "min_rtt_us",
+				   le32_to_cpu(s.min_rtt_us)) ||
+	    rdma_nl_put_driver_u32(msg, "window_bytes",
+				   le32_to_cpu(s.window_bytes)))
 		goto err;
 	nla_nest_end(msg, nest);
 	return 0;

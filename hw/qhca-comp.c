@@ -163,6 +163,9 @@ static void rtt_sample(QhcaQp *qp, int64_t rtt)
     if (rtt <= 0) {
         return;
     }
+    if (!e->min_rtt_ns || rtt < e->min_rtt_ns) {
+        e->min_rtt_ns = rtt;
+    }
     if (!e->srtt_ns) {
         e->srtt_ns = rtt;
         e->rttvar_ns = rtt / 2;
@@ -173,6 +176,54 @@ static void rtt_sample(QhcaQp *qp, int64_t rtt)
     e->srtt_ns += (rtt - e->srtt_ns) / 8;
 }
 
+/*
+ * The window follows the path's bandwidth-delay product, so that a long
+ * path can be filled (a 64 KiB window moves 3 MB/s over a 20 ms round
+ * trip) while a short one keeps the window the device was given.  A
+ * delivery round runs from sending a PSN to its acknowledgement; the bytes
+ * acknowledged in it times the shortest round trip the QP measured, over
+ * the round's length, is what the path held without queueing.  Below the
+ * path's bandwidth that is the window itself (the round lasts one base
+ * round trip), so a window of QHCA_WINDOW_GAIN times it grows each round;
+ * once a bottleneck is full the rounds lengthen with its queue and the
+ * product stays the bottleneck's bandwidth times the base round trip, so
+ * the window settles at that times the gain (a queue of half of it).  The
+ * shortest round trip is kept for the QP's life (its peer's path does not
+ * change; a load starts over).  Losses still cut what may be in flight
+ * (cwnd) within the window.
+ */
+static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
+{
+    QhcaQpEngine *e = qp->eng;
+    uint64_t bdp, target;
+    int64_t dt;
+
+    e->bw_bytes = MIN(e->bw_bytes + (uint64_t)n * qp_mtu(qp), 1ull << 40);
+    if (e->bw_t0 && psn_diff(e->acked, e->bw_psn) < 0) {
+        return;                         /* the round goes on */
+    }
+    dt = now - e->bw_t0;
+    if (e->bw_t0 && dt > 0 && e->min_rtt_ns > 0) {
+        /* bw_bytes < 2^41 and min_rtt_ns <= MAX_RTT_NS < 2^36: no overflow */
+        bdp = e->bw_bytes * (uint64_t)MIN(e->min_rtt_ns, 1ll << 36) /
+              (uint64_t)dt;
+        e->bdp_max = MAX(bdp, e->bdp_max - e->bdp_max / 8);
+        target = e->bdp_max / QHCA_WINDOW_GAIN_DEN * QHCA_WINDOW_GAIN_NUM;
+        target = MIN(MAX(target, (uint64_t)c->window_bytes),
+                     (uint64_t)QHCA_WINDOW_LIMIT);
+        if (target != e->window_bytes) {
+            trace_qhca_window_follow(qp->qpn, e->window_bytes,
+                                     (uint32_t)target, e->min_rtt_ns, bdp);
+            e->window_bytes = target;
+        }
+    }
+    e->bw_t0 = now;
+    e->bw_bytes = 0;
+    /* the last PSN sent (the one acknowledged when nothing is out) */
+    e->bw_psn = psn_diff(e->tx_end, e->acked) > 0 ? psn_add(e->tx_end, -1) :
+                e->acked;
+}
+
 /* The peer has everything up to and including @psn */
 static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
@@ -180,6 +231,7 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
+        uint32_t newly = psn_diff(psn, e->acked);
         if (e->cwnd) {
             e->cwnd += psn_diff(psn, e->acked);
             if (e->cwnd >= (uint32_t)qp_window(qp)) {
@@ -190,6 +242,7 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
             rtt_sample(qp, c->ops->now_ns(c->opaque) - e->rtt_t0);
         }
         e->acked = psn;
+        window_follow(c, qp, c->ops->now_ns(c->opaque), newly);
         e->probing = false;
         req_skip_acked(qp);
         e->nak_rewound = false;

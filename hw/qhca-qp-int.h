@@ -38,6 +38,13 @@
  * one without progress waits twice as long, up to QHCA_RTO_MAX_SHIFT.
  */
 #define QHCA_RTO_MIN_NS         (2 * 1000 * 1000)
+/*
+ * The window follows the path (window_follow()): QHCA_WINDOW_GAIN times
+ * the largest bandwidth-delay product of recent delivery rounds, from the
+ * device's window-kib up to QHCA_WINDOW_LIMIT
+ */
+#define QHCA_WINDOW_GAIN_NUM    3
+#define QHCA_WINDOW_GAIN_DEN    2
 #define QHCA_RTO_INIT_NS        (10 * 1000 * 1000)
 #define QHCA_RTO_MAX_SHIFT      10
 #define QHCA_GSI_QKEY           0x80010000u
@@ -170,6 +177,15 @@ struct QhcaQpEngine {
     int64_t rtt_t0;             /* at this time, to its acknowledgement */
     int64_t srtt_ns;            /* smoothed round trip, 0: none measured */
     int64_t rttvar_ns;
+    /*
+     * The path's bandwidth-delay product, which window_bytes follows
+     * (qhca-comp.c, window_follow()); not saved: learnt again after a load
+     */
+    int64_t min_rtt_ns;         /* the shortest round trip measured, 0: none */
+    uint32_t bw_psn;            /* a delivery round ends when this PSN is */
+    int64_t bw_t0;              /* acknowledged; it began then (0: none) */
+    uint64_t bw_bytes;          /* bytes acknowledged in the round */
+    uint64_t bdp_max;           /* the largest product of recent rounds */
     int64_t period_ns;          /* the QP's timeout period started then */
     uint8_t probe_shift;        /* early retransmissions in this period */
     bool probing;               /* only the first PSN not acknowledged may */

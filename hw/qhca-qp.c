@@ -284,10 +284,23 @@ uint64_t qhca_qp_rto_ns(const QhcaQp *qp)
 void qhca_qp_arm_timer(QhcaCore *c, QhcaQp *qp)
 {
     QhcaQpEngine *e = qp->eng;
+    uint64_t rto, timeout = qhca_qp_timeout_ns(qp);
 
     e->period_ns = c->ops->now_ns(c->opaque);
-    e->probe_shift = 0;
-    e->deadline = e->period_ns + qhca_qp_rto_ns(qp);
+    /*
+     * Until a round trip has been measured the RTO is a guess (10 ms), and
+     * a path longer than that sends its probe before any ACK can come: the
+     * probe's go-back cancels the round trip being measured, and without
+     * a measurement the next period guesses 10 ms again, every round trip
+     * (a 20 ms path resent every window).  So, as TCP keeps its backed-off
+     * RTO until a measurement (RFC 6298, 5.7), the backoff stays until
+     * the first round trip is measured.
+     */
+    if (e->srtt_ns) {
+        e->probe_shift = 0;
+    }
+    rto = qhca_qp_rto_ns(qp) << e->probe_shift;
+    e->deadline = e->period_ns + (timeout ? MIN(rto, timeout) : rto);
 }
 
 /*
@@ -681,7 +694,6 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         /* Software starts over at index 0 after a reset */
         QhcaWqeState *wqe = e->wqe;
         uint32_t units = e->units, live_idx = e->live_idx;
-        uint32_t window = e->window_bytes;
         bool ready = e->ready, dwait = e->dwait;
         uint64_t dwait_need = e->dwait_need;
         uint64_t counted = e->inflight_counted;
@@ -691,7 +703,8 @@ void qhca_qp_engine_modified(QhcaCore *c, QhcaQp *qp, uint8_t from,
         e->wqe = wqe;
         e->units = units;
         e->live_idx = live_idx;
-        e->window_bytes = window;
+        /* what it learnt of its path goes with the connection */
+        e->window_bytes = c->window_bytes;
         e->ready = ready;
         e->dwait = dwait;
         e->dwait_need = dwait_need;
@@ -765,6 +778,10 @@ void qhca_qp_engine_state(QhcaCore *c, QhcaQp *qp,
     }
     s->rd_outstanding = cpu_to_le32(e->rd_outstanding);
     s->srtt_us = cpu_to_le32(MIN(e->srtt_ns / 1000, UINT32_MAX));
+    if (qp_is_rc(qp)) {
+        s->window_bytes = cpu_to_le32(e->window_bytes);
+    }
+    s->min_rtt_us = cpu_to_le32(MIN(e->min_rtt_ns / 1000, UINT32_MAX));
 }
 
 /*

@@ -626,7 +626,11 @@ struct qhca_qp_state_info {
 	qhca_le32 inflight_bytes;	/* sent, not yet acknowledged */
 	qhca_le32 rd_outstanding;	/* READ/atomic requests awaiting replies */
 	qhca_le32 srtt_us;		/* smoothed round trip; 0: none measured */
-	qhca_le32 reserved[3];
+	qhca_le32 window_bytes;		/* RC requester: what it may have in
+					 * flight now (it follows the path);
+					 * 0 from a device before it */
+	qhca_le32 min_rtt_us;		/* shortest round trip measured */
+	qhca_le32 reserved;
 };
 QHCA_CHECK_SIZE(struct qhca_qp_state_info, 48);
 

@@ -483,6 +483,22 @@ static void wire_push(HxPair *p, int to, const uint8_t *frame, size_t len)
     f = g_malloc(sizeof(*f) + len);
     f->to = to;
     f->len = len;
+    f->due = p->now;
+    if (p->wire_rate_bps) {
+        int64_t start = MAX(p->now, p->wire_free[to]);
+        int64_t ser = (int64_t)((len * 8 * 1000000000ull) / p->wire_rate_bps);
+
+        if (p->wire_limit &&
+            (uint64_t)(start - p->now) * p->wire_rate_bps / 8000000000ull >
+            p->wire_limit) {
+            p->wire_lost++;
+            g_free(f);
+            return;
+        }
+        p->wire_free[to] = start + ser;
+        f->due = start + ser;
+    }
+    f->due += p->wire_delay_ns;
     memcpy(f->data, frame, len);
     g_queue_push_tail(&p->wire, f);
 }
@@ -573,6 +589,7 @@ static void ops_tx(void *opaque, const uint8_t *frame, size_t len)
         if (!p->held[s]) {
             f = g_malloc(sizeof(*f) + len);
             f->to = !s;
+            f->due = 0;
             f->len = len;
             memcpy(f->data, frame, len);
             p->held[s] = f;
@@ -686,6 +703,10 @@ static bool deliver(HxPair *p)
         HxFrame *f = l->data;
         HxDev *d = &p->dev[f->to];
 
+        if (f->due > p->now) {
+            l = next;                   /* still on its way */
+            continue;
+        }
         if (!d->rx_held) {
             if (!qhca_core_can_receive(&d->core)) {
                 d->rx_held = true;
@@ -772,6 +793,17 @@ static int64_t next_deadline(HxPair *p)
 
         if (d >= 0 && (t < 0 || d < t)) {
             t = d;
+        }
+    }
+    if (p->wire_delay_ns || p->wire_rate_bps) {
+        GList *l;
+
+        for (l = p->wire.head; l; l = l->next) {
+            HxFrame *f = l->data;
+
+            if (f->due > p->now && (t < 0 || f->due < t)) {
+                t = f->due;
+            }
         }
     }
     return t;
@@ -913,6 +945,10 @@ void hx_pair_reset(HxPair *p)
     p->now = 0;
     p->wire_bytes = 0;
     p->wire_lost = 0;
+    p->wire_delay_ns = 0;
+    p->wire_rate_bps = 0;
+    p->wire_limit = 0;
+    memset(p->wire_free, 0, sizeof(p->wire_free));
     memset(p->mode, 0, sizeof(p->mode));
     memset(p->every, 0, sizeof(p->every));
     memset(p->sent, 0, sizeof(p->sent));

@@ -233,6 +233,7 @@ typedef enum HxWireMode {
 
 typedef struct HxFrame {
     int to;
+    int64_t due;                /* delivered from this virtual time on */
     size_t len;
     uint8_t data[];
 } HxFrame;
@@ -251,6 +252,15 @@ struct HxPair {
     uint64_t wire_lost;
     uint32_t last_psn[2][1024]; /* last PSN device i sent to a QP number */
     unsigned deliver_max;       /* frames a step delivers; 0: 64 */
+    /*
+     * A path (0: none): each frame arrives wire_delay_ns after it left
+     * its sender's line, which carries wire_rate_bps bits per second and
+     * queues at most wire_limit bytes (more are lost)
+     */
+    int64_t wire_delay_ns;
+    uint64_t wire_rate_bps;
+    uint64_t wire_limit;
+    int64_t wire_free[2];       /* the line to device i is free then */
     uint64_t steps;             /* hx_step() calls */
     uint64_t step_limit;        /* 0: none */
     int64_t time_limit;         /* virtual ns; 0: none */

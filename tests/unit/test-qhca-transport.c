@@ -587,6 +587,98 @@ static void test_window_device_read_waiters(Fx *f, gconstpointer data)
     g_assert_cmpuint(reads, <=, 3 * answers);
 }
 
+/* What the device says of @qp's window now (QUERY_QP_STATE) */
+static uint32_t qp_window_now(HxDev *d, HxQp *qp)
+{
+    struct qhca_cmd_obj o = { 0 };
+    struct qhca_qp_state_info s;
+
+    o.handle = cpu_to_le32(qp->qpn);
+    g_assert_cmpint(hx_cmd(d, QHCA_CMD_QUERY_QP_STATE, &o, sizeof(o), NULL),
+                    ==, QHCA_CMD_OK);
+    hx_mem_read(d, HX_RESP_ADDR, &s, sizeof(s));
+    return le32_to_cpu(s.window_bytes);
+}
+
+/*
+ * The window follows the path (issue 25): over a 20 ms round trip and a
+ * 100 Mbit/s line a window of 64 KiB moves 3.3 MB/s, a quarter of the
+ * line; the window grows to the bandwidth-delay product and the WRITE
+ * fills the line.  On a line with no delay the window stays what the
+ * device was given, so a small bottleneck queue does not overflow.
+ * Virtual time: the harness's wire delays each frame and serialises it.
+ */
+static double write_over_path(Fx *f, int64_t delay_ns, uint64_t limit,
+                              uint32_t len)
+{
+    struct qhca_send_wqe w;
+    int64_t t0;
+    double mbs;
+
+    f->p->wire_delay_ns = delay_ns;
+    f->p->wire_rate_bps = 100 * 1000 * 1000;
+    f->p->wire_limit = limit;
+    fill(f->a, 0, len, 9);
+    memset(mr_mem(f->b, 0), 0, len);
+    t0 = f->p->now;
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xa9, f->b, 0);
+    post(f->a, rc(f->a), &w, 0, len);
+    assert_ok(f->a, rc(f->a), 0xa9);
+    g_assert_true(same(f->a, 0, f->b, 0, len));
+    mbs = len / ((f->p->now - t0) / 1e9) / 1e6;
+    g_test_message("%u bytes over %" PRId64 " ms one way at 100 Mbit/s: "
+                   "%.2f MB/s, window now %u bytes, %" PRIu64 " frames lost",
+                   len, delay_ns / 1000000, mbs,
+                   qp_window_now(f->a, rc(f->a)),
+                   f->p->wire_lost);
+    return mbs;
+}
+
+/* RC QPs with timeout 16 (268 ms: well above the round trips here) */
+static void reconnect_slow(Fx *f)
+{
+    HxConnOpts o = hx_default_conn;
+
+    o.timeout = 16;
+    reconnect(f, &o);
+}
+
+static void test_window_follows_path(Fx *f, gconstpointer data)
+{
+    /*
+     * 100 Mbit/s is 12.5 MB/s of frames, about 11.7 of payload at 1 KiB.
+     * The first WRITE's window grows (and its first round trip is
+     * measured); the second one's has grown
+     */
+    double first, mbs;
+
+    reconnect_slow(f);
+    first = write_over_path(f, 10 * 1000 * 1000, 1 << 20, 4 << 20);
+    mbs = write_over_path(f, 10 * 1000 * 1000, 1 << 20, 4 << 20);
+
+    g_assert_cmpfloat(first, >=, 0.6 * 11.7);
+    g_assert_cmpfloat(mbs, >=, 0.85 * 11.7);
+    g_assert_cmpuint(f->p->wire_lost, ==, 0);
+    /* about 1.5 x 250 KB, and back to the device's after a reset */
+    g_assert_cmpuint(qp_window_now(f->a, rc(f->a)), >, 256 * 1024);
+    g_assert_cmpuint(qp_window_now(f->a, rc(f->a)), <, 1024 * 1024);
+    reconnect(f, &hx_default_conn);
+    g_assert_cmpuint(qp_window_now(f->a, rc(f->a)), ==, QHCA_WINDOW_DEFAULT);
+}
+
+static void test_window_short_path(Fx *f, gconstpointer data)
+{
+    /* a 96 KiB queue: a window grown past 64 KiB would overflow it */
+    double mbs;
+
+    reconnect_slow(f);
+    mbs = write_over_path(f, 0, 96 * 1024, 2 << 20);
+
+    g_assert_cmpfloat(mbs, >=, 0.8 * 11.7);
+    g_assert_cmpuint(f->p->wire_lost, ==, 0);
+    g_assert_cmpuint(qp_window_now(f->a, rc(f->a)), ==, QHCA_WINDOW_DEFAULT);
+}
+
 /* ---- UC (docs/hardware.md 10.2) ---- */
 
 static HxQp *uc(HxDev *d)
@@ -1139,6 +1231,8 @@ static const Case cases[] = {
     { "/transport/window/device-destroy", test_window_device_destroy },
     { "/transport/window/device-read-waiters",
       test_window_device_read_waiters },
+    { "/transport/window/follows-path", test_window_follows_path },
+    { "/transport/window/short-path", test_window_short_path },
     { "/transport/loopback/rc", test_loopback },
     { "/transport/uc/send", test_uc_send },
     { "/transport/uc/write", test_uc_write },
