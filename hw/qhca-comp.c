@@ -224,14 +224,35 @@ static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
                 e->acked;
 }
 
-/* The peer has everything up to and including @psn */
+static QhcaWqeState *req_head_rd(QhcaQp *qp, uint16_t *idx);
+
+/*
+ * The peer has everything up to and including @psn.  Not past a READ or
+ * atomic whose answer has not all come: an ACK of later requests says
+ * the rest of that answer was lost (an implied NAK, IBA 9.7.5.1.x), and
+ * the requester asks again from its first missing response.  Taken as
+ * acknowledged, such a READ had nothing in flight after it, so no timer
+ * ran for it: when the answer asked for again was lost too the QP
+ * stopped, with no completion and no error (seen with 5% loss).
+ */
 static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *rd = NULL;
+    bool implied = false;
+    uint16_t idx;
 
+    if (e->rd_outstanding) {
+        rd = req_head_rd(qp, &idx);
+        if (rd && psn_diff(psn, rd->next_resp_psn) >= 0) {
+            psn = psn_add(rd->next_resp_psn, -1);
+            implied = !rd->reread && !e->rnr_wait;
+        }
+    }
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
         uint32_t newly = psn_diff(psn, e->acked);
+
         if (e->cwnd) {
             e->cwnd += psn_diff(psn, e->acked);
             if (e->cwnd >= (uint32_t)qp_window(qp)) {
@@ -249,6 +270,13 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
         e->retry_left = qp->attr.retry_cnt;
         e->rnr_left = qp->attr.rnr_retry;
         qhca_qp_arm_timer(c, qp);
+    }
+    if (implied) {
+        trace_qhca_read_implied_nak(qp->qpn, rd->next_resp_psn);
+        rd->reread = true;
+        c->stat_retransmits++;
+        cwnd_loss(qp, 2);
+        qhca_req_rewind(c, qp, rd->next_resp_psn);
     }
 }
 
