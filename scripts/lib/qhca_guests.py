@@ -287,7 +287,7 @@ class GuestRun:
                  qemu_bin=QEMU_BIN, qemu_extra=(), capture=None, no_qhca=False,
                  mtu=None, wire=None, nice=False, kvm_probe=None, bridges=False,
                  learning=None, migratable=(), migrate_plan=(), snapshots=False,
-                 two_networks=None, switch=None, wire_opts=None):
+                 two_networks=None, switch=None, wire_opts=None, fabric=None):
         if not 1 <= n <= 200:
             raise ValueError("n must be 1..200")
         self.n = n
@@ -340,6 +340,7 @@ class GuestRun:
         self._ovs = {}
         self.migratable = set(migratable)
         if (self.migratable or migrate_plan) and not bridges and not (
+                fabric or os.environ.get("QHCA_FABRIC")) and not (
                 n >= 3 or (two_networks and self.one_segment)):
             raise ValueError(
                 "live migration needs the bridge topology (bridges=True, "
@@ -359,7 +360,22 @@ class GuestRun:
         self.accel_running = None
         self._alt = {}
         self.netns = None
-        if n >= 3 or (n >= 2 and ((two_networks and self.one_segment) or bridges)):
+        # a simulated fabric of hosts and a switch (scripts/lib/qhca_fabric.py)
+        if fabric is None:
+            fabric = os.environ.get("QHCA_FABRIC") or None
+        self.fabric_spec = None
+        self.fabric = None
+        self.fabric_log = []
+        if fabric is not None:
+            from qhca_fabric import parse  # pylint: disable=import-outside-toplevel
+            self.fabric_spec = fabric if not isinstance(fabric, str) else parse(fabric, n)
+            if two_networks:
+                raise ValueError("a fabric carries one network: not with two networks")
+            if self.switch != "linux":
+                raise ValueError("a fabric's bridges are Linux bridges")
+        if self.fabric_spec is not None:
+            pass
+        elif n >= 3 or (n >= 2 and ((two_networks and self.one_segment) or bridges)):
             self.netns = f"qhca-{os.getpid()}"
         self.ports = []
         self.vms = {}
@@ -392,7 +408,7 @@ class GuestRun:
         if self.n == 1:
             hub = 1 if net == "ip" or self.one_segment else 2
             return f"hubport,id={nid},hubid={hub}"
-        if self.netns:
+        if self.netns or self.fabric_spec is not None:
             tap = f"q{i}{net}" + ("m" if alt else "")
             return f"tap,id={nid},ifname={tap},script=no,downscript=no"
         opts = f",{self.wire_opts}" if self.wire_opts else ""
@@ -410,7 +426,59 @@ class GuestRun:
         return subprocess.run(["ip", *args], check=check, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
 
+    def guest_ns(self, i):
+        """The network namespace guest I's QEMU runs in (None: this one)."""
+        if self.fabric is not None:
+            return self.fabric.guest_ns(i)
+        return self.netns
+
+    def _start_fabric(self):
+        from qhca_fabric import Fabric  # pylint: disable=import-outside-toplevel
+        self.fabric = Fabric(self.fabric_spec, self.n, os.path.join(self.dir, "fabric"),
+                             mtu=self.mtu)
+        self.fabric.start()
+        try:
+            for i in range(1, self.n + 1):
+                for tap in ["q{i}ip"] + (["q{i}ipm"] if i in self.migratable else []):
+                    self.fabric.add_tap(i, tap.format(i=i))
+        except BaseException:
+            self.fabric.stop()
+            self.fabric = None
+            raise
+        log(f"fabric {self.fabric_spec.name}: {self.fabric_spec.describe()}")
+
+    def _fabric_request(self, i, line):
+        """A guest changes the fabric with a console line "QHCA-FABRIC
+        host=H|all KEY=VALUE..." (the keys of a fabric spec: link keys act
+        on what host H sends, port keys on the switch's port to it) or
+        "QHCA-FABRIC host=H|all clear"; done at once, noted in
+        RUNDIR/fabric/requests."""
+        m = re.match(r"QHCA-FABRIC host=(all|\d+)((?: [a-z-]+(?:=\S+)?)+)\s*$", line)
+        if not m or self.fabric is None:
+            return
+        host = 0 if m.group(1) == "all" else int(m.group(1))
+        kv = m.group(2).split()
+        t = self.elapsed()
+        try:
+            if host > self.fabric.spec.hosts:
+                raise ValueError(f"no host {host}")
+            if kv == ["clear"]:
+                self.fabric.clear(host)
+            else:
+                self.fabric.set(host, kv)
+            res = "ok"
+        except (ValueError, RuntimeError, OSError) as e:
+            res = f"error: {e}"
+        rec = f"{t:.2f} guest{i} host={m.group(1)} {' '.join(kv)}: {res}"
+        self.fabric_log.append(rec)
+        log(f"fabric: {rec}")
+        with open(os.path.join(self.dir, "fabric", "requests"), "a", encoding="utf-8") as f:
+            f.write(rec + "\n")
+
     def _start_networks(self):
+        if self.fabric_spec is not None:
+            self._start_fabric()
+            return
         if self.n == 2 and not self.netns:
             if self.wire == "unix":
                 # AF_UNIX paths have room for about 107 bytes: a short dir
@@ -553,6 +621,8 @@ class GuestRun:
         """What the switch learnt: [(bridge, MAC, port)] (Linux: bridge fdb;
         OVS: ovs-appctl fdb/show, port numbers named), [] without bridges."""
         res = []
+        if self.fabric is not None:
+            return self.fabric.fdb()
         if not self._netns_made:
             return res
         if self.switch == "ovs":
@@ -580,6 +650,15 @@ class GuestRun:
         return res
 
     def _stop_networks(self):
+        if self.fabric is not None:
+            try:
+                with open(os.path.join(self.dir, "fdb"), "w", encoding="utf-8") as f:
+                    for e in self.fabric.fdb():
+                        f.write(" ".join(e) + "\n")
+            except OSError as e:
+                log(f"fabric fdb: {e}")
+            self.fabric.stop()
+            self.fabric = None
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
             self.sockdir = None
@@ -718,8 +797,8 @@ class GuestRun:
                            check=True)
         args = self.qemu_args(i, accel)
         wrapper = ["nice"] if self.nice else []
-        if self.netns:
-            wrapper += ["ip", "netns", "exec", self.netns]
+        if self.guest_ns(i):
+            wrapper += ["ip", "netns", "exec", self.guest_ns(i)]
         with open(os.path.join(self.dir, f"guest{i}.cmdline"), "w", encoding="utf-8") as f:
             f.write(" ".join(wrapper + [self.qemu_bin] + args) + "\n")
         open(os.path.join(self.dir, f"guest{i}.log"), "wb").close()
@@ -759,6 +838,8 @@ class GuestRun:
                     self._marks[i].add(m)
             self._migrate_request(i, line)
             self._snapshot_request(i, line)
+            if line.startswith("QHCA-FABRIC "):
+                self._fabric_request(i, line)
             if on_line:
                 on_line(i, line)
 
@@ -904,8 +985,8 @@ class GuestRun:
         accel = self.accel_running
         args = self.qemu_args(i, accel, alt=alt, gen=k) + ["-incoming", "defer"]
         wrapper = ["nice"] if self.nice else []
-        if self.netns:
-            wrapper += ["ip", "netns", "exec", self.netns]
+        if self.guest_ns(i):
+            wrapper += ["ip", "netns", "exec", self.guest_ns(i)]
         rec = {"n": k, "guest": i, "to": "second taps" if alt else "first taps",
                "at_s": round(self.elapsed(), 1)}
         sock = os.path.join(self.dir, f"migrate{k}.sock")

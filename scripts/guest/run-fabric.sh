@@ -1,0 +1,142 @@
+#!/bin/sh
+# Run script for two guests on a simulated fabric (part "fabric" of
+# scripts/test.d/guest, and the on-demand group "fabric"):
+#   scripts/launch --fabric lan --run scripts/guest/run-fabric.sh \
+#       --add build/guest-driver/qhca-verify
+# Guest 1 serves, guest 2 connects. For each phase guest 1 asks the host to
+# impair the links ("QHCA-FABRIC host=all KEY=VALUE..." on the console,
+# scripts/lib/qhca_fabric.py), both wait at a barrier, and the verifying
+# workload qhca-verify runs: every byte and every completion of RC WRITE
+# (read back), READ, SEND, SEND/WRITE with immediate and atomics checked.
+# Then the device counters that prove the impairment reached the device
+# (hw_counters of port 1) are checked on the guest that must see them.
+#
+# QHCA_FABRIC_PHASES (kernel command line, default "clean loss5 reorder25
+# dup5 corrupt1 rtt20"): the phases, of
+#   clean      nothing impaired
+#   lossN      N% of what each host sends lost (1, 5, 20)
+#   burst      loss bursts (Gilbert: 0.5% good->bad, 25% bad->good)
+#   reorder25  delay 1 ms, 25% of frames sent at once (ahead of the others)
+#   dup5       5% of frames twice
+#   corrupt1   1% of frames with one bit flipped (bad ICRC: dropped, counted)
+#   rttN       N ms round trip (N/2 ms on each host's link)
+#   bw100      the switch's ports at 100 Mbit/s, 256 KiB queues
+# QHCA_FABRIC_VERIFY: qhca-verify's options (default -q 4 -n 30 -S 1,8,1000,
+# 4096,65536,r70000).
+. /usr/lib/qhca/lib.sh
+qhca_pair_start --dev --mailbox
+PHASES=$(echo "${QHCA_FABRIC_PHASES:-clean loss5 reorder25 dup5 corrupt1 rtt20}" | tr , " ")
+VOPTS=${QHCA_FABRIC_VERIFY:--q 4 -n 30 -S 1,8,1000,4096,65536,r70000}
+CNT=/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters
+echo "# fabric: device $PAIR_DEV, GID index $PAIR_GIDX, phases: $PHASES"
+port=19300
+step=0
+
+sync_all() {
+	step=$((step + 1))
+	qhca_barrier $((7400 + step)) 300 || echo "# barrier $step failed"
+}
+
+# counter NAME: the device counter now (0 when the device has none)
+counter() { cat "$CNT/$1" 2>/dev/null || echo 0; }
+
+snap() {
+	for _c in retransmits naks_sent naks_rcvd out_of_sequence duplicate_request \
+		rx_icrc_errors local_ack_timeout_err retry_exceeded_err rx_frames tx_frames; do
+		echo "$_c $(counter $_c)"
+	done >"/tmp/fabric.before"
+}
+
+# moved NAME: how much counter NAME moved since snap
+moved() {
+	_b=$(awk -v c="$1" '$1 == c { print $2 }' /tmp/fabric.before)
+	echo $(($(counter "$1") - ${_b:-0}))
+}
+
+# c_moved: every counter of $WANT (NAME[+NAME...]) moved by at least one
+# in sum; none of $NEVER did
+c_moved() {
+	_sum=0
+	for _c in $(echo "$WANT" | tr '+' ' '); do
+		_m=$(moved "$_c")
+		echo "$_c moved $_m"
+		_sum=$((_sum + _m))
+	done
+	for _c in $NEVER; do
+		_m=$(moved "$_c")
+		echo "$_c moved $_m"
+		[ "$_m" -eq 0 ] || { echo "$_c must not move"; return 1; }
+	done
+	[ "$_sum" -gt 0 ]
+}
+
+# c_rtt: ping's shortest round trip to the peer is at least $RTT_WANT ms
+c_rtt() {
+	_r=$(ping -c 5 -i 0.2 -W 2 "$(pair_ip 1)" | sed -n 's|.*= \([0-9.]*\)/.*|\1|p')
+	echo "ping min rtt: ${_r:-none} ms (want >= $RTT_WANT)"
+	[ -n "$_r" ] && awk -v r="$_r" -v w="$RTT_WANT" 'BEGIN { exit !(r >= w) }'
+}
+
+phase_keys() {
+	case $1 in
+	clean) echo "clear" ;;
+	loss*) echo "loss=${1#loss}%" ;;
+	burst) echo "loss-burst=0.5%,25%" ;;
+	reorder25) echo "delay=1ms reorder=25%" ;;
+	dup5) echo "duplicate=5%" ;;
+	corrupt1) echo "corrupt=1%" ;;
+	rtt*) echo "delay=$((${1#rtt} * 500))us" ;;
+	bw100) echo "rate=100m limit=256k" ;;
+	*) return 1 ;;
+	esac
+}
+
+# what must move, where: "GUEST COUNTERS" (requester: guest 2, the client)
+phase_want() {
+	case $1 in
+	loss*|burst) echo "2 retransmits" ;;
+	reorder25) echo "1 out_of_sequence+duplicate_request+naks_sent" ;;
+	dup5) echo "1 duplicate_request" ;;
+	corrupt1) echo "0 rx_icrc_errors" ;;
+	*) echo "" ;;
+	esac
+}
+
+for ph in $PHASES; do
+	keys=$(phase_keys "$ph") || { not_ok "fabric: phase $ph" "unknown phase"; continue; }
+	[ "$QHCA_ID" = 1 ] && { echo "QHCA-FABRIC host=all clear" >/dev/console; \
+		[ "$keys" = clear ] || echo "QHCA-FABRIC host=all $keys" >/dev/console; sleep 2; }
+	sync_all
+	snap
+	port=$((port + 1))
+	vcheck "fabric $ph ($keys): qhca-verify ${VOPTS%% -S*}, every byte and completion" \
+		1 2 600 "$port" "\$PAIR_GIDX" "$VOPTS"
+	case $ph in
+	rtt*) RTT_WANT=${ph#rtt}
+		[ "$QHCA_ID" = 2 ] && check "fabric $ph: ping's round trip to guest 1 is at least $RTT_WANT ms" \
+			c_rtt 30 ;;
+	esac
+	w=$(phase_want "$ph")
+	if [ -n "$w" ]; then
+		g=${w%% *} WANT=${w#* } NEVER="retry_exceeded_err"
+		# 0: the sum over both guests (a corrupted frame may hit either)
+		if [ "$g" = 0 ]; then
+			_m=0
+			for _c in $(echo "$WANT" | tr '+' ' '); do _m=$((_m + $(moved "$_c"))); done
+			[ "$QHCA_ID" = 1 ] && pair_send "$(pair_ip 2)" fabric "phase$ph" "$_m"
+			if [ "$QHCA_ID" = 2 ]; then
+				_o=$(pair_wait "$(pair_ip 1)" fabric "phase$ph" 30 | awk '{ print $2 }')
+				WANT_SUM=$((_m + ${_o:-0}))
+				c_sum() { echo "$WANT moved $WANT_SUM on both guests"; [ "$WANT_SUM" -gt 0 ]; }
+				check "fabric $ph: the devices counted it ($WANT, both guests)" c_sum
+			fi
+		elif [ "$QHCA_ID" = "$g" ]; then
+			check "fabric $ph: the device counted it ($WANT moved; retry_exceeded_err did not)" c_moved
+		fi
+	fi
+	sync_all
+done
+[ "$QHCA_ID" = 1 ] && echo "QHCA-FABRIC host=all clear" >/dev/console
+pair_notes
+pair_stop_mailbox
+checks_done
