@@ -24,6 +24,10 @@
  *               server's receive and write slots, are lowered to fit
  *   -T SECONDS  a QP with work outstanding and no completion for this long
  *               fails the run (default 60)
+ *   -A TIMEOUT  the client's QPs' local ACK timeout, the IBA exponent:
+ *               4.096 us << TIMEOUT (default 14: 67 ms; 0..31)
+ *   -R RETRY    the client's QPs' retry count (default 7; 0..7): with -A
+ *               they say how long a path may be down before the QP fails
  * SIGINT or SIGTERM to the client ends the run cleanly: no new work,
  * everything outstanding completed and checked, the final checkpoint,
  * the report.
@@ -207,6 +211,8 @@ struct layout {
 
 static struct cfg C;
 static struct layout L;
+/* the requester's QP attributes (the client's; the server keeps these) */
+static unsigned ack_timeout = 14, retry_cnt = 7;
 static int sel[N_UOPS], nsel;
 static volatile sig_atomic_t stop_signal;
 static int errors, server_abort;
@@ -641,8 +647,8 @@ static int to_rts(struct ibv_qp *qp, const struct qpinfo *me,
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = me->psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = ack_timeout;
+	a.retry_cnt = retry_cnt;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = rd_atom;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
@@ -1787,7 +1793,8 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s -d DEV -g GIDX -p PORT                     (server)\n"
 		"       %s -d DEV -g GIDX -p PORT [-q QPS] [-D DEPTH] [-S SIZES] [-o OPS]\n"
-		"          [-n ITERS | -t SECONDS] [-s SEED] [-c SECONDS] [-m MIB] [-T SECONDS] SERVER\n"
+		"          [-n ITERS | -t SECONDS] [-s SEED] [-c SECONDS] [-m MIB] [-T SECONDS]\n"
+		"          [-A TIMEOUT] [-R RETRY] SERVER\n"
 		"  OPS: write,read,send,sendimm,writeimm,atomic; SIZES: N[k|m] or rN, comma separated\n",
 		argv0, argv0);
 	exit(2);
@@ -1819,7 +1826,7 @@ int main(int argc, char **argv)
 	C.timeout_s = 60;
 	parse_sizes("1,8,1000,4096,65536,1m,r70000");
 	C.ops = (1u << N_UOPS) - 1;
-	while ((opt = getopt(argc, argv, "d:g:p:q:D:S:o:n:t:s:c:m:T:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:q:D:S:o:n:t:s:c:m:T:A:R:")) != -1) {
 		switch (opt) {
 		case 'd':
 			devname = optarg;
@@ -1861,6 +1868,16 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			C.timeout_s = strtoul(optarg, NULL, 0);
+			break;
+		case 'A':
+			ack_timeout = strtoul(optarg, NULL, 0);
+			if (ack_timeout > 31)
+				usage(argv[0]);
+			break;
+		case 'R':
+			retry_cnt = strtoul(optarg, NULL, 0);
+			if (retry_cnt > 7)
+				usage(argv[0]);
 			break;
 		default:
 			usage(argv[0]);

@@ -21,6 +21,9 @@
 #   corrupt1   1% of frames with one bit flipped (bad ICRC: dropped, counted)
 #   rttN       N ms round trip (N/2 ms on each host's link)
 #   bw100      the switch's ports at 100 Mbit/s, 256 KiB queues
+#   down5      guest 1's host's link down for 5 s in the middle of a 12 s
+#              run whose QPs' timeout and retries cover it (-A 18 -R 7:
+#              8 x 1.07 s): the traffic resumes with no error
 # QHCA_FABRIC_VERIFY: qhca-verify's options (default -q 4 -n 30 -S 1,8,1000,
 # 4096,65536,r70000).
 . /usr/lib/qhca/lib.sh
@@ -87,6 +90,7 @@ phase_keys() {
 	corrupt1) echo "corrupt=1%" ;;
 	rtt*) echo "delay=$((${1#rtt} * 500))us" ;;
 	bw100) echo "rate=100m limit=256k" ;;
+	down5) echo "clear" ;;
 	*) return 1 ;;
 	esac
 }
@@ -98,6 +102,7 @@ phase_want() {
 	reorder25) echo "1 out_of_sequence+duplicate_request+naks_sent" ;;
 	dup5) echo "1 duplicate_request" ;;
 	corrupt1) echo "0 rx_icrc_errors" ;;
+	down5) echo "2 local_ack_timeout_err" ;;
 	*) echo "" ;;
 	esac
 }
@@ -109,8 +114,15 @@ for ph in $PHASES; do
 	sync_all
 	snap
 	port=$((port + 1))
-	vcheck "fabric $ph ($keys): qhca-verify ${VOPTS%% -S*}, every byte and completion" \
-		1 2 600 "$port" "\$PAIR_GIDX" "$VOPTS"
+	if [ "$ph" = down5 ]; then
+		[ "$QHCA_ID" = 1 ] && ( sleep 4; echo "QHCA-FABRIC host=1 down=1" >/dev/console;
+			sleep 5; echo "QHCA-FABRIC host=1 down=0" >/dev/console ) </dev/null >/dev/null 2>&1 &
+		vcheck "fabric $ph (host 1's link down 5 s): qhca-verify -q 4 -t 12 -A 18 -R 7, every byte and completion" \
+			1 2 600 "$port" "\$PAIR_GIDX" "-q 4 -t 12 -A 18 -R 7 -S 1,8,1000,4096,65536"
+	else
+		vcheck "fabric $ph ($keys): qhca-verify ${VOPTS%% -S*}, every byte and completion" \
+			1 2 600 "$port" "\$PAIR_GIDX" "$VOPTS"
+	fi
 	case $ph in
 	rtt*) RTT_WANT=${ph#rtt}
 		[ "$QHCA_ID" = 2 ] && check "fabric $ph: ping's round trip to guest 1 is at least $RTT_WANT ms" \

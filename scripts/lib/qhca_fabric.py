@@ -164,7 +164,11 @@ class Spec:
             if "=" not in item:
                 raise FabricError(f"'{item}': KEY=VALUE")
             k, v = item.split("=", 1)
-            if k in LINK_KEYS:
+            if k == "down" and where is None:
+                # a link down is down both ways
+                self._set(host, "up", k, v)
+                self._set(host, "down", k, v)
+            elif k in LINK_KEYS:
                 self._set(host, where or "up", k, v)
             elif k in PORT_KEYS:
                 self._set(host, where or "down", k, v)

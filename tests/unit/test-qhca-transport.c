@@ -425,6 +425,81 @@ static void test_retry_exhausted(Fx *f, gconstpointer data)
     g_assert_cmpuint(c.status, ==, QHCA_CQE_WR_FLUSH_ERR);
 }
 
+/*
+ * A link down for 5 s (issue 25): with a QP timeout and retry count that
+ * cover it (timeout 18 = 1.07 s, 7 retries: 8.6 s) the WRITE goes on when
+ * the link is back and completes; with timeout 14 (67 ms) and 7 retries
+ * the QP fails with retry exceeded after the IBA's (7 + 1) timeouts.
+ * Early retransmissions (probes) do not count against the retries.
+ */
+static int64_t write_through_outage(Fx *f, uint8_t timeout, int64_t down_ns,
+                                    uint8_t *status)
+{
+    const uint32_t len = 1024 * 1024;
+    HxConnOpts o = hx_default_conn;
+    struct qhca_send_wqe w;
+    struct qhca_cqe c;
+    int64_t t0;
+
+    o.timeout = timeout;
+    reconnect(f, &o);
+    fill(f->a, 0, len, 11);
+    memset(mr_mem(f->b, 0), 0, len);
+    hx_wire_set_mode(f->p, 0, HX_WIRE_BLACKHOLE, 0);
+    hx_wire_set_mode(f->p, 1, HX_WIRE_BLACKHOLE, 0);
+    t0 = f->p->now;
+    w = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xd1, f->b, 0);
+    post(f->a, rc(f->a), &w, 0, len);
+    while (f->p->now - t0 < down_ns && !hx_poll_cq(f->a, &c)) {
+        hx_settle(f->p, down_ns - (f->p->now - t0), 1000);
+        if (hx_poll_cq(f->a, &c)) {
+            *status = c.status;
+            return f->p->now - t0;
+        }
+        if (!hx_step(f->p)) {
+            break;
+        }
+    }
+    hx_wire_set_mode(f->p, 0, HX_WIRE_PASS, 0);
+    hx_wire_set_mode(f->p, 1, HX_WIRE_PASS, 0);
+    c = cqe_of(f->a, rc(f->a), 0xd1);
+    *status = c.status;
+    if (c.status == QHCA_CQE_SUCCESS) {
+        g_assert_true(same(f->a, 0, f->b, 0, len));
+    }
+    return f->p->now - t0;
+}
+
+static void test_link_down_covered(Fx *f, gconstpointer data)
+{
+    uint64_t exc = f->a->core.stat_retry_exceeded;
+    uint64_t tmo = f->a->core.stat_timeouts;
+    uint8_t status;
+    int64_t t = write_through_outage(f, 18, 5000000000LL, &status);
+
+    g_test_message("timeout 18, link down 5 s: status %u after %.2f s, "
+                   "%" PRIu64 " timeouts", status, t / 1e9,
+                   f->a->core.stat_timeouts - tmo);
+    g_assert_cmpuint(status, ==, QHCA_CQE_SUCCESS);
+    g_assert_cmpint(t, >=, 5000000000LL);
+    g_assert_cmpuint(f->a->core.stat_retry_exceeded, ==, exc);
+    g_assert_cmpuint(f->a->core.stat_timeouts, >, tmo);
+}
+
+static void test_link_down_default(Fx *f, gconstpointer data)
+{
+    const int64_t period = 4096LL << 14;        /* 67.1 ms */
+    uint8_t status;
+    int64_t t = write_through_outage(f, 14, 5000000000LL, &status);
+
+    g_test_message("timeout 14, link down 5 s: status %u after %.3f s "
+                   "(IBA: 8 x %.1f ms = %.3f s)", status, t / 1e9,
+                   period / 1e6, 8 * period / 1e9);
+    g_assert_cmpuint(status, ==, QHCA_CQE_RETRY_EXC_ERR);
+    g_assert_cmpint(t, >=, 8 * period);
+    g_assert_cmpint(t, <, 9 * period);
+}
+
 /* A remote access error leaves the responder's memory as it was */
 static void remote_access_error(Fx *f, struct qhca_send_wqe *w)
 {
@@ -1338,6 +1413,8 @@ static const Case cases[] = {
     { "/transport/window/device-read-waiters",
       test_window_device_read_waiters },
     { "/transport/lossy-mix", test_lossy_mix },
+    { "/transport/link-down/covered", test_link_down_covered },
+    { "/transport/link-down/default", test_link_down_default },
     { "/transport/window/follows-path", test_window_follows_path },
     { "/transport/window/short-path", test_window_short_path },
     { "/transport/loopback/rc", test_loopback },
