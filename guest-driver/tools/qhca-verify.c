@@ -212,7 +212,7 @@ struct layout {
 static struct cfg C;
 static struct layout L;
 /* the requester's QP attributes (the client's; the server keeps these) */
-static unsigned ack_timeout = 14, retry_cnt = 7;
+static unsigned int ack_timeout = 14, retry_cnt = 7;
 static int sel[N_UOPS], nsel;
 static volatile sig_atomic_t stop_signal;
 static int errors, server_abort;
