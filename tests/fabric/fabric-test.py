@@ -173,6 +173,29 @@ def main():
             if want not in str(e):
                 errs.append(f"{spec}: {e}")
     case(not errs, "bad-specs", "; ".join(errs) or f"{len(bad)} refused with their reasons")
+    # docs/fabric.md's example file and its specs parse as written
+    errs = []
+    try:
+        with open(os.path.join(TOP, "docs", "fabric.md"), encoding="utf-8") as f:
+            doc = f.read()
+        blk = doc.split("A file has one statement a line", 1)[1].split("\n\n", 2)[1]
+        path = os.path.join(d, "example.fabric")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(l[4:] for l in blk.splitlines()) + "\n")
+        sp = F.parse(path, 4)
+        if sp.hosts != 4 or sp.place != [1, 2, 3, 4] or "rate" not in sp.settings(1, "down"):
+            errs.append(f"example file: {sp.describe()}")
+        for name in F.FABRICS:
+            if f"`{name}`" not in doc:
+                errs.append(f"fabric {name} not in docs/fabric.md")
+        for line in doc.splitlines():
+            if line.strip().startswith('echo "QHCA-FABRIC '):
+                kv = line.split('"')[1].split()[2:]
+                if kv != ["clear"]:
+                    F.Spec().apply_kv(0, kv)
+    except (OSError, IndexError, F.FabricError) as e:
+        errs.append(str(e))
+    case(not errs, "docs", "; ".join(errs) or "docs/fabric.md's file, names and console lines")
     print(f"1..{N}")
     return 1 if FAILED else 0
 
