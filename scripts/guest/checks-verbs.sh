@@ -118,13 +118,14 @@ if [ -x /qhca/qhca-place ]; then
 		"/qhca/qhca-place -d \$PAIR_DEV -g \$PAIR_GIDX -p $VPORT -M -L \$SRV" v_place
 fi
 
-# --- perftest: 1 byte, 64 KiB, 1 MiB; with and without rdma_cm --------------------------------
+# --- perftest: 1 byte, 64 KiB, 1 MiB; with rdma_cm at 1 byte ---------------------------------
+# (-R at 1 MiB too until 2026-12-03: the same data path as without it, six
+# runs of about 7 s each that CI's time now goes to the fabric part)
 for _t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat; do
 	perf $_t 1 20
 	perf $_t 65536 10
 	perf $_t 1048576 5
 	perf $_t 1 20 R
-	perf $_t 1048576 5 R
 done
 perf ib_atomic_bw 8 20 "" "-A FETCH_AND_ADD"
 perf ib_atomic_bw 8 20 "" "-A CMP_AND_SWAP"
