@@ -182,7 +182,8 @@ static void rtt_sample(QhcaQp *qp, int64_t rtt)
  * trip) while a short one keeps the window the device was given.  A
  * delivery round runs from sending a PSN to its acknowledgement; the bytes
  * acknowledged in it times the shortest round trip the QP measured, over
- * the round's length, is what the path held without queueing.  Below the
+ * the round's length (at least that round trip), is what the path held
+ * without queueing.  Below the
  * path's bandwidth that is the window itself (the round lasts one base
  * round trip), so a window of QHCA_WINDOW_GAIN times it grows each round;
  * once a bottleneck is full the rounds lengthen with its queue and the
@@ -202,7 +203,12 @@ static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
     if (e->bw_t0 && psn_diff(e->acked, e->bw_psn) < 0) {
         return;                         /* the round goes on */
     }
-    dt = now - e->bw_t0;
+    /*
+     * A round is at least a base round trip: ACKs that come in a burst
+     * (a busy main loop takes a queue of them at once) end a round early
+     * and would measure a rate the path does not have
+     */
+    dt = MAX(now - e->bw_t0, e->min_rtt_ns);
     if (e->bw_t0 && dt > 0 && e->min_rtt_ns > 0) {
         /* bw_bytes < 2^41 and min_rtt_ns <= MAX_RTT_NS < 2^36: no overflow */
         bdp = e->bw_bytes * (uint64_t)MIN(e->min_rtt_ns, 1ll << 36) /
