@@ -100,7 +100,7 @@ def echo_round(fab, n, gap=0.01, addr="198.18.0.202"):
 
 
 def with_fabric(spec, d, fn, addrs=True):
-    fab = F.Fabric(spec, 2, d)
+    fab = F.Fabric(spec, 2, d, seed=1)
     fab.start()
     try:
         if addrs:
