@@ -232,29 +232,11 @@ static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
 
 static QhcaWqeState *req_head_rd(QhcaQp *qp, uint16_t *idx);
 
-/*
- * The peer has everything up to and including @psn.  Not past a READ or
- * atomic whose answer has not all come: an ACK of later requests says
- * the rest of that answer was lost (an implied NAK, IBA 9.7.5.1.x), and
- * the requester asks again from its first missing response.  Taken as
- * acknowledged, such a READ had nothing in flight after it, so no timer
- * ran for it: when the answer asked for again was lost too the QP
- * stopped, with no completion and no error (seen with 5% loss).
- */
-static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
+/* The peer has everything up to and including @psn */
+static void req_advance(QhcaCore *c, QhcaQp *qp, uint32_t psn)
 {
     QhcaQpEngine *e = qp->eng;
-    QhcaWqeState *rd = NULL;
-    bool implied = false;
-    uint16_t idx;
 
-    if (e->rd_outstanding) {
-        rd = req_head_rd(qp, &idx);
-        if (rd && psn_diff(psn, rd->next_resp_psn) >= 0) {
-            psn = psn_add(rd->next_resp_psn, -1);
-            implied = !rd->reread && !e->rnr_wait;
-        }
-    }
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
         uint32_t newly = psn_diff(psn, e->acked);
@@ -277,6 +259,33 @@ static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
         e->rnr_left = qp->attr.rnr_retry;
         qhca_qp_arm_timer(c, qp);
     }
+}
+
+/*
+ * An ACK or NAK acknowledges up to @psn, but not past a READ or atomic
+ * whose answer has not all come: an ACK of later requests says the rest
+ * of that answer was lost (an implied NAK), and the requester asks again
+ * from its first missing response.  Taken as acknowledged, such a READ
+ * had nothing in flight after it, so no timer ran for it: when the answer
+ * asked for again was lost too the QP stopped, with no completion and no
+ * error (seen with 5% loss).  The answers to READs and atomics, whose
+ * PSNs are never past that, call req_advance() directly.
+ */
+static void req_acked(QhcaCore *c, QhcaQp *qp, uint32_t psn)
+{
+    QhcaQpEngine *e = qp->eng;
+    QhcaWqeState *rd = NULL;
+    bool implied = false;
+    uint16_t idx;
+
+    if (e->rd_outstanding) {
+        rd = req_head_rd(qp, &idx);
+        if (rd && psn_diff(psn, rd->next_resp_psn) >= 0) {
+            psn = psn_add(rd->next_resp_psn, -1);
+            implied = !rd->reread && !e->rnr_wait;
+        }
+    }
+    req_advance(c, qp, psn);
     if (implied) {
         trace_qhca_read_implied_nak(qp->qpn, rd->next_resp_psn);
         rd->reread = true;
@@ -440,7 +449,7 @@ static bool comp_atomic_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
         return false;
     }
     /* everything before it is acknowledged too */
-    req_acked(c, qp, psn_add(h->psn, -1));
+    req_advance(c, qp, psn_add(h->psn, -1));
     orig = cpu_to_le64(h->atomic_ack_orig);
     if (!req_store(c, qp, idx, 0, &orig, 8, true)) {
         qhca_wqe_done(qp, idx, QHCA_CQE_LOC_PROT_ERR);
@@ -449,7 +458,7 @@ static bool comp_atomic_ack(QhcaCore *c, QhcaQp *qp, const QhcaRoceHdr *h)
     trace_qhca_atomic_done(qp->qpn, h->psn, idx, h->atomic_ack_orig);
     st->resp_done = true;
     st->next_resp_psn = psn_add(h->psn, 1);
-    req_acked(c, qp, h->psn);
+    req_advance(c, qp, h->psn);
     return true;
 }
 
@@ -468,10 +477,10 @@ static bool comp_empty_read_resp(QhcaCore *c, QhcaQp *qp,
                                QHCA_RX_DROP_NOT_EMPTY_READ_RESP);
         return false;
     }
-    req_acked(c, qp, psn_add(h->psn, -1));
+    req_advance(c, qp, psn_add(h->psn, -1));
     st->resp_done = true;
     st->next_resp_psn = psn_add(h->psn, 1);
-    req_acked(c, qp, h->psn);
+    req_advance(c, qp, h->psn);
     return true;
 }
 
@@ -504,7 +513,7 @@ static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
         }
         return false;
     }
-    req_acked(c, qp, psn_add(st->first_psn, -1));
+    req_advance(c, qp, psn_add(st->first_psn, -1));
     /* the WQE may be asked for in pieces: LAST ends a piece */
     end = (pkt->op->flags & QHCA_ROCE_OPF_LAST) && h->psn == st->last_psn;
     if (!req_store(c, qp, idx,
@@ -517,7 +526,7 @@ static bool comp_read_resp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
     st->reread = false;
     st->next_resp_psn = psn_add(h->psn, 1);
     /* each response acknowledges its PSN */
-    req_acked(c, qp, h->psn);
+    req_advance(c, qp, h->psn);
     return true;
 }
 

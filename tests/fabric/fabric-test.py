@@ -70,8 +70,11 @@ def case(ok, name, note=""):
     global N, FAILED  # pylint: disable=global-statement
     N += 1
     FAILED += 0 if ok else 1
-    print(f"{'ok' if ok else 'not ok'} {N} /fabric/{name}" + (f" # {note}" if note else ""),
-          flush=True)
+    # the note on a line of its own: "ok N NAME # ..." would read as a
+    # TAP directive
+    if note:
+        print(f"# {note}")
+    print(f"{'ok' if ok else 'not ok'} {N} /fabric/{name}", flush=True)
 
 
 def netns_list():
