@@ -199,7 +199,7 @@ static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
     uint64_t bdp, target;
     int64_t dt;
 
-    e->bw_bytes = MIN(e->bw_bytes + (uint64_t)n * qp_mtu(qp), 1ull << 40);
+    e->bw_bytes = MIN(e->bw_bytes + (uint64_t)n * qp_mtu(qp), 1ull << 36);
     if (e->bw_t0 && psn_diff(e->acked, e->bw_psn) < 0) {
         return;                         /* the round goes on */
     }
@@ -209,10 +209,14 @@ static void window_follow(QhcaCore *c, QhcaQp *qp, int64_t now, uint32_t n)
      * and would measure a rate the path does not have
      */
     dt = MAX(now - e->bw_t0, e->min_rtt_ns);
-    if (e->bw_t0 && dt > 0 && e->min_rtt_ns > 0) {
-        /* bw_bytes < 2^41 and min_rtt_ns <= MAX_RTT_NS < 2^36: no overflow */
-        bdp = e->bw_bytes * (uint64_t)MIN(e->min_rtt_ns, 1ll << 36) /
-              (uint64_t)dt;
+    if (e->bw_t0 && dt >= 1000 && e->min_rtt_ns > 0) {
+        /*
+         * In microseconds: bw_bytes <= 2^36 times a round trip of at most
+         * 2^27 us (134 s; the peer decides when it answers) stays below
+         * 2^63
+         */
+        bdp = e->bw_bytes * (uint64_t)MIN(e->min_rtt_ns / 1000, 1ll << 27) /
+              (uint64_t)(dt / 1000);
         e->bdp_max = MAX(bdp, e->bdp_max - e->bdp_max / 8);
         target = e->bdp_max / QHCA_WINDOW_GAIN_DEN * QHCA_WINDOW_GAIN_NUM;
         target = MIN(MAX(target, (uint64_t)c->window_bytes),
