@@ -33,6 +33,11 @@ static const struct rdma_stat_desc qhca_stat_descs[] = {
 	[QHCA_STAT_TIMEOUTS] = { .name = "local_ack_timeout_err" },
 	[QHCA_STAT_RETRY_EXCEEDED] = { .name = "retry_exceeded_err" },
 	[QHCA_STAT_RNR_RETRY_EXCEEDED] = { .name = "rnr_retry_exceeded_err" },
+	/* as mlx5 names its congestion counters */
+	[QHCA_STAT_ECN_MARKED] = { .name = "np_ecn_marked_roce_packets" },
+	[QHCA_STAT_CNP_SENT] = { .name = "np_cnp_sent" },
+	[QHCA_STAT_CNP_HANDLED] = { .name = "rp_cnp_handled" },
+	[QHCA_STAT_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
 };
 
 static_assert(ARRAY_SIZE(qhca_stat_descs) == QHCA_STAT_NUM);
@@ -126,7 +131,9 @@ int qhca_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u32(msg, "min_rtt_us",
 				   le32_to_cpu(s.min_rtt_us)) ||
 	    rdma_nl_put_driver_u32(msg, "window_bytes",
-				   le32_to_cpu(s.window_bytes)))
+				   le32_to_cpu(s.window_bytes)) ||
+	    rdma_nl_put_driver_u32(msg, "cc_window_bytes",
+				   le32_to_cpu(s.cc_window_bytes)))
 		goto err;
 	nla_nest_end(msg, nest);
 	return 0;

@@ -256,6 +256,7 @@ static void req_advance(QhcaCore *c, QhcaQp *qp, uint32_t psn)
         }
         e->acked = psn;
         window_follow(c, qp, c->ops->now_ns(c->opaque), newly);
+        qhca_cc_acked(c, qp, c->ops->now_ns(c->opaque));
         e->probing = false;
         req_skip_acked(qp);
         e->nak_rewound = false;

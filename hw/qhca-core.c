@@ -328,6 +328,7 @@ void qhca_core_init(QhcaCore *c, const QhcaCoreOps *ops, void *opaque,
     c->opaque = opaque;
     memcpy(c->mac, mac, 6);
     c->window_bytes = QHCA_WINDOW_DEFAULT;
+    c->ecn = true;
 }
 
 /*

@@ -47,6 +47,24 @@
 #define QHCA_WINDOW_GAIN_DEN    2
 #define QHCA_RTO_INIT_NS        (10 * 1000 * 1000)
 #define QHCA_RTO_MAX_SHIFT      10
+/*
+ * Congestion control (qhca-cc.c, docs/hardware.md "Congestion control"):
+ * a responder sends at most one CNP per QP every QHCA_CNP_INTERVAL_NS; a
+ * requester cuts what it may have in flight at most once a round trip
+ * (the smoothed one, at least QHCA_CC_STEP_MIN_NS), by alpha / 2, and
+ * recovers in steps of that round trip: halfway to where it was cut,
+ * which grows a packet a step (after QHCA_CC_HYPER_STEP steps one more
+ * each step).  Alpha moves by QHCA_CC_G towards 1 at each cut and
+ * towards 0 each step.
+ */
+#define QHCA_CNP_INTERVAL_NS    (50 * 1000)
+#define QHCA_CNP_DSCP           48
+#define QHCA_CC_ONE             1024
+#define QHCA_CC_G               (QHCA_CC_ONE / 16)
+#define QHCA_CC_STEP_MIN_NS     (55 * 1000)
+#define QHCA_CC_HYPER_STEP      10
+#define QHCA_CC_MIN             2       /* packets */
+#define QHCA_CC_MAX_CATCHUP     64      /* periods taken at once */
 #define QHCA_GSI_QKEY           0x80010000u
 
 enum {
@@ -186,6 +204,20 @@ struct QhcaQpEngine {
     int64_t bw_t0;              /* acknowledged; it began then (0: none) */
     uint64_t bw_bytes;          /* bytes acknowledged in the round */
     uint64_t bdp_max;           /* the largest product of recent rounds */
+    /*
+     * Congestion control (qhca-cc.c): what may be in flight since the
+     * path marked the QP's frames (packets; 0: no such limit), what that
+     * recovers towards, and DCQCN's alpha; the responder's last CNP.  Not
+     * saved: a loaded QP starts with no limit
+     */
+    uint32_t cc_cur;
+    uint32_t cc_target;
+    uint16_t cc_alpha;          /* of QHCA_CC_ONE */
+    bool cc_seen;               /* cut before: cc_alpha is what it learnt */
+    uint8_t cc_stage;           /* increase steps since the last cut */
+    int64_t cc_cut_t;           /* the last cut */
+    int64_t cc_inc_t;           /* the last step (or cut) */
+    int64_t cnp_t;              /* a CNP sent then (0: none yet) */
     int64_t period_ns;          /* the QP's timeout period started then */
     uint8_t probe_shift;        /* early retransmissions in this period */
     bool probing;               /* only the first PSN not acknowledged may */
@@ -227,7 +259,11 @@ static inline int32_t qp_send_window(const QhcaQp *qp)
 {
     int32_t w = qp_window(qp);
 
-    return qp->eng->cwnd ? MIN(w, (int32_t)qp->eng->cwnd) : w;
+    if (qp->eng->cwnd) {
+        w = MIN(w, (int32_t)qp->eng->cwnd);
+    }
+    /* and less while the path marks congestion (qhca-cc.c) */
+    return qp->eng->cc_cur ? MIN(w, (int32_t)qp->eng->cc_cur) : w;
 }
 
 /* Packets sent and not acknowledged (what the peer still owes an answer) */
@@ -340,6 +376,12 @@ void qhca_sq_complete(QhcaCore *c, QhcaQp *qp);
 void qhca_comp_recv(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt,
                     const uint8_t *frame);
 void qhca_comp_timer(QhcaCore *c, QhcaQp *qp, int64_t now);
+
+/* qhca-cc.c: congestion control (ECN marks, CNPs, the rate they set) */
+void qhca_cc_marked(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt);
+void qhca_cc_cnp(QhcaCore *c, QhcaQp *qp, const QhcaRocePkt *pkt);
+void qhca_cc_acked(QhcaCore *c, QhcaQp *qp, int64_t now);
+void qhca_cc_data_addr(const QhcaCore *c, QhcaRoceHdr *h);
 
 /* qhca-resp.c: the responder */
 /*

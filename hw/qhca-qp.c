@@ -614,7 +614,9 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         QHCA_TRACE_RX_DROP_PKT(&pkt, qp->qpn, QHCA_RX_DROP_CONN_TO_UD);
         return;
     }
-    if (!(pkt.op->flags & QHCA_ROCE_OPF_UC) != qp_is_rc(qp)) {
+    /* a CNP is for RC and UC QPs alike */
+    if (!(pkt.op->flags & QHCA_ROCE_OPF_CNP) &&
+        !(pkt.op->flags & QHCA_ROCE_OPF_UC) != qp_is_rc(qp)) {
         c->stat_rx_dropped++;
         QHCA_TRACE_RX_DROP_PKT(&pkt, qp->qpn, QHCA_RX_DROP_UC_RC_MISMATCH);
         return;
@@ -626,6 +628,13 @@ void qhca_qp_engine_receive(QhcaCore *c, const uint8_t *frame, size_t len)
         c->stat_rx_dropped++;
         trace_qhca_err_rx_path(qp->qpn, gid_tail(sgid), gid_tail(dgid));
         return;
+    }
+    if (pkt.op->flags & QHCA_ROCE_OPF_CNP) {
+        qhca_cc_cnp(c, qp, &pkt);
+        return;
+    }
+    if ((pkt.hdr.tos & QHCA_ROCE_ECN_MASK) == QHCA_ROCE_ECN_CE) {
+        qhca_cc_marked(c, qp, &pkt);
     }
     if (pkt.op->flags & QHCA_ROCE_OPF_RESPONSE) {
         qhca_comp_recv(c, qp, &pkt, frame);
@@ -782,6 +791,10 @@ void qhca_qp_engine_state(QhcaCore *c, QhcaQp *qp,
         s->window_bytes = cpu_to_le32(e->window_bytes);
     }
     s->min_rtt_us = cpu_to_le32(MIN(e->min_rtt_ns / 1000, UINT32_MAX));
+    if (qp_is_rc(qp) && e->cc_cur) {
+        s->cc_window_bytes = cpu_to_le32(MIN((uint64_t)e->cc_cur *
+                                             qp_mtu(qp), UINT32_MAX));
+    }
 }
 
 /*

@@ -635,6 +635,7 @@ static int rc_send_wqe(QhcaCore *c, QhcaQp *qp, const struct qhca_send_wqe *w,
         qhca_wqe_done(qp, e->req_idx, QHCA_CQE_LOC_QP_OP_ERR);
         return SEND_FAILED;
     }
+    qhca_cc_data_addr(c, &h);
     if (w->opcode == QHCA_WQE_RDMA_READ) {
         return rc_send_read(c, qp, w, st, &h, len, budget);
     }

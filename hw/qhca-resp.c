@@ -321,6 +321,7 @@ static bool read_respond(QhcaCore *c, QhcaQp *qp, QhcaRdRes *r,
                        QHCA_EQE_QP_ACCESS_ERR);
             return true;
         }
+        qhca_cc_data_addr(c, &h);
         h.opcode = r->npkt == 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
                    i == 0 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
                    i == r->npkt - 1 ? QHCA_ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :

@@ -275,6 +275,8 @@ static const QhcaRoceOpInfo qhca_roce_ops[256] = {
         OP2("UD_SEND_ONLY_WITH_IMMEDIATE",
             REQ | PAY | OPF(SEND) | OPF(FIRST) | OPF(LAST) | OPF(UD) |
             OPF(IMM), DETH, IMMDT),
+    /* to an RC or UC QP; the 16 reserved bytes are its payload */
+    [QHCA_ROCE_OP_CNP] = OP0("CNP", OPF(CNP) | PAY),
 };
 
 #undef OP0

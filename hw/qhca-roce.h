@@ -132,7 +132,16 @@ typedef enum QhcaRoceOpcode {
     QHCA_ROCE_OP_UC_RDMA_WRITE_ONLY_IMM       = 0x2b,
     QHCA_ROCE_OP_UD_SEND_ONLY                 = 0x64,
     QHCA_ROCE_OP_UD_SEND_ONLY_IMM             = 0x65,
+    /* RoCEv2 (IBA annex A17): congestion notification, 16 reserved bytes */
+    QHCA_ROCE_OP_CNP                          = 0x81,
 } QhcaRoceOpcode;
+
+#define QHCA_ROCE_CNP_LEN       16
+
+/* The ECN field: the low two bits of the IPv4 TOS or IPv6 traffic class */
+#define QHCA_ROCE_ECN_MASK      0x03
+#define QHCA_ROCE_ECN_ECT0      0x02
+#define QHCA_ROCE_ECN_CE        0x03
 
 /* Extension headers; this is also their order after the BTH */
 typedef enum QhcaRoceExt {
@@ -167,6 +176,7 @@ typedef enum QhcaRoceExt {
 #define QHCA_ROCE_OPF_UC        (1u << 13)  /* UC transport */
 #define QHCA_ROCE_OPF_FLUSH     (1u << 14)  /* RDMA FLUSH (FETH + RETH) */
 #define QHCA_ROCE_OPF_ATOMIC_WRITE (1u << 15) /* RDMA ATOMIC WRITE */
+#define QHCA_ROCE_OPF_CNP       (1u << 16)  /* congestion notification */
 /*
  * Requests answered by a READ response: READ itself, and FLUSH and ATOMIC
  * WRITE by one RDMA READ RESPONSE ONLY without payload (as Soft-RoCE

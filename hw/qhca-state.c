@@ -128,6 +128,8 @@ static const size_t qhca_stat_field[QHCA_STAT_NUM] = {
     F(SEQ_ERRORS, seq_errors), F(DUP_REQUESTS, dup_requests),
     F(TIMEOUTS, timeouts), F(RETRY_EXCEEDED, retry_exceeded),
     F(RNR_RETRY_EXCEEDED, rnr_retry_exceeded),
+    F(ECN_MARKED, ecn_marked), F(CNP_SENT, cnp_sent),
+    F(CNP_HANDLED, cnp_handled), F(CNP_IGNORED, cnp_ignored),
 #undef F
 };
 

@@ -224,6 +224,7 @@ struct QhcaCore {
     uint32_t window_bytes;      /* limit of data in flight, per QP and for */
                                 /* all QPs together */
     uint64_t inflight_bytes;    /* unacknowledged, all QPs (per run) */
+    bool ecn;                   /* congestion control (qhca-cc.c) */
     uint32_t drop_ppm;          /* received frames dropped on purpose */
     uint64_t drop_rng;
 
@@ -314,6 +315,10 @@ struct QhcaCore {
     uint64_t stat_timeouts;
     uint64_t stat_retry_exceeded;
     uint64_t stat_rnr_retry_exceeded;
+    uint64_t stat_ecn_marked;
+    uint64_t stat_cnp_sent;
+    uint64_t stat_cnp_handled;
+    uint64_t stat_cnp_ignored;
 
     /*
      * Teardown asked for while device code runs (docs/security.md, "The

@@ -54,6 +54,7 @@ struct QhcaState {
     QEMUTimer *timer;
 
     uint32_t window_kib;
+    bool ecn;
     uint32_t drop_ppm;
 
     /*
@@ -498,6 +499,7 @@ static void qhca_realize(PCIDevice *pdev, Error **errp)
     qhca_core_init(&s->core, &qhca_core_ops, s, s->conf.macaddr.a);
     s->core.window_bytes = s->window_kib * 1024;
     s->core.drop_ppm = s->drop_ppm;
+    s->core.ecn = s->ecn;
     s->core.drop_rng = s->conf.macaddr.a[5] + 1;
     s->vm_change = qemu_add_vm_change_state_handler(qhca_vm_change, s);
     s->port_up = qhca_link_up(s);
@@ -574,6 +576,8 @@ static const Property qhca_properties[] = {
                        QHCA_WINDOW_DEFAULT / 1024),
     /* for tests and benchmarks: drop this many received frames per million */
     DEFINE_PROP_UINT32("drop-ppm", QhcaState, drop_ppm, 0),
+    /* ECN-capable data frames, CNPs for marked ones, the rate they set */
+    DEFINE_PROP_BOOL("ecn", QhcaState, ecn, true),
 };
 
 /*
@@ -690,6 +694,9 @@ static void qhca_class_init(ObjectClass *klass, const void *data)
         "data in flight per QP, 16..4096 KiB");
     object_class_property_set_description(klass, "drop-ppm",
         "for tests: drop this many received frames per million, 0..1000000");
+    object_class_property_set_description(klass, "ecn",
+        "congestion control: data frames ECN-capable, marked ones answered "
+        "by CNPs, CNPs slow the sender (RoCEv2 annex A17, DCQCN-like)");
 }
 
 QHCA_CLASS_INIT_COMPAT(qhca_class_init);

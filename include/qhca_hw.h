@@ -607,6 +607,11 @@ enum qhca_stat {
 					 * count against retry_cnt */
 	QHCA_STAT_RETRY_EXCEEDED,	/* QPs failed: retry_cnt exhausted */
 	QHCA_STAT_RNR_RETRY_EXCEEDED,	/* QPs failed: rnr_retry exhausted */
+	QHCA_STAT_ECN_MARKED,		/* RC/UC packets taken with ECN CE */
+	QHCA_STAT_CNP_SENT,		/* CNPs sent for them (as responder) */
+	QHCA_STAT_CNP_HANDLED,		/* CNPs taken by an RC QP that sends */
+	QHCA_STAT_CNP_IGNORED,		/* CNPs to a QP that does not (UC, or
+					 * not in RTS/SQD) */
 	QHCA_STAT_NUM
 };
 
@@ -630,7 +635,8 @@ struct qhca_qp_state_info {
 					 * flight now (it follows the path);
 					 * 0 from a device before it */
 	qhca_le32 min_rtt_us;		/* shortest round trip measured */
-	qhca_le32 reserved;
+	qhca_le32 cc_window_bytes;	/* RC requester: the limit CNPs set
+					 * (congestion control); 0: none */
 };
 QHCA_CHECK_SIZE(struct qhca_qp_state_info, 48);
 

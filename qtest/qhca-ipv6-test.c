@@ -52,9 +52,13 @@ static void rc_connect6(End *e, const End *peer, const Grh6 *g)
     rc_connect_av(e, peer, &o, &av);
 }
 
-/* The IPv6 header at @ip is from @from to @to with @g's fields */
+/*
+ * The IPv6 header at @ip is from @from to @to with @g's fields, the
+ * traffic class's ECN field ECT(0) if @ect (an RC data frame of a device
+ * with ecn=on, docs/hardware.md "Congestion control")
+ */
 static void check_ip6_hdr(const uint8_t *ip, const End *from, const End *to,
-                          const Grh6 *g)
+                          const Grh6 *g, bool ect)
 {
     uint8_t sgid[16], dgid[16];
     uint32_t word = ldl_be_p(ip);
@@ -62,13 +66,17 @@ static void check_ip6_hdr(const uint8_t *ip, const End *from, const End *to,
     gid6_of(sgid, from->mac);
     gid6_of(dgid, to->mac);
     g_assert_cmphex(word >> 28, ==, 6);
-    g_assert_cmphex((word >> 20) & 0xff, ==, g->tclass);
+    g_assert_cmphex((word >> 20) & 0xff, ==,
+                    g->tclass | (ect ? QHCA_ROCE_ECN_ECT0 : 0));
     g_assert_cmphex(word & 0xfffff, ==, g->flow_label);
     g_assert_cmpuint(ip[6], ==, 17);
     g_assert_cmpuint(ip[7], ==, g->hop_limit);
     g_assert_cmpmem(ip + 8, 16, sgid, 16);
     g_assert_cmpmem(ip + 24, 16, dgid, 16);
 }
+
+/* The devices have ecn=on (the default) */
+static bool ecn_on = true;
 
 /* The last frame device @dev sent is a good RoCEv2/IPv6 frame as above */
 static void check_last_frame6(Pair *p, int dev, const End *from,
@@ -84,7 +92,12 @@ static void check_last_frame6(Pair *p, int dev, const End *from,
     g_assert_cmphex(lduw_be_p(f->data + 12), ==, 0x86dd);
     /* over IPv6 the UDP checksum is there (and right: parsed above) */
     g_assert_cmphex(pkt.udp_csum, !=, 0);
-    check_ip6_hdr(f->data + 14, from, to, g);
+    /* RC requests and READ answers are ECN-capable; ACKs, UC, UD not */
+    check_ip6_hdr(f->data + 14, from, to, g, ecn_on &&
+                  !(pkt.op->flags & (QHCA_ROCE_OPF_UD | QHCA_ROCE_OPF_UC)) &&
+                  ((pkt.op->flags & QHCA_ROCE_OPF_REQUEST) ||
+                   ((pkt.op->flags & QHCA_ROCE_OPF_RESPONSE) &&
+                    (pkt.op->flags & QHCA_ROCE_OPF_READ))));
 }
 
 /*
@@ -195,6 +208,16 @@ static uint32_t mk_ah6(End *e, const End *to, const Grh6 *g, uint8_t sgid)
  * an AH whose GIDs are of two IP versions is refused, and a UD WQE whose
  * AH's source GID went away (or turned IPv4) completes in error
  */
+/* The same with ecn=off: every frame with the QP's traffic class as is */
+static void test_ipv6_rc_ecn_off(void)
+{
+    ecn_on = false;
+    pair_dev_props = ",ecn=off";
+    test_ipv6_rc();
+    pair_dev_props = "";
+    ecn_on = true;
+}
+
 static void test_ipv6_ud(void)
 {
     static const Grh6 g = { .tclass = 0x44, .hop_limit = 9,
@@ -237,7 +260,7 @@ static void test_ipv6_ud(void)
     g_assert_true(c.flags & QHCA_CQE_GRH);
     g_assert_cmpuint(c.network_hdr_type, ==, QHCA_NET_ROCE_V2_IPV6);
     mr_io(&p.b, &mb, 0, in, sizeof(in), false);
-    check_ip6_hdr(in, &a, &b, &g);
+    check_ip6_hdr(in, &a, &b, &g, false);
     /* payload length: UDP 8 + BTH 12 + DETH 8 + 300 + ICRC 4 */
     g_assert_cmpuint(lduw_be_p(in + 4), ==, 8 + 12 + 8 + 300 + 4);
     g_assert_cmpmem(in + 40, sizeof(out), out, sizeof(out));
@@ -573,6 +596,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
 
     qtest_add_func("/qhca/ipv6/rc", test_ipv6_rc);
+    qtest_add_func("/qhca/ipv6/rc-ecn-off", test_ipv6_rc_ecn_off);
     qtest_add_func("/qhca/ipv6/ud", test_ipv6_ud);
     qtest_add_func("/qhca/ipv6/loopback", test_ipv6_loopback);
     qtest_add_func("/qhca/ipv6/hostile-frames", test_ipv6_hostile_frames);

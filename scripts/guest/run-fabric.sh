@@ -12,7 +12,7 @@
 # (hw_counters of port 1) are checked on the guest that must see them.
 #
 # QHCA_FABRIC_PHASES (kernel command line, default "clean loss5 reorder25
-# dup5 corrupt1 rtt20"): the phases, of
+# dup5 corrupt1 rtt20 ecn"): the phases, of
 #   clean      nothing impaired
 #   lossN      N% of what each host sends lost (1, 5, 20)
 #   burst      loss bursts (Gilbert: 0.5% good->bad, 25% bad->good)
@@ -21,6 +21,9 @@
 #   corrupt1   1% of frames with one bit flipped (bad ICRC: dropped, counted)
 #   rttN       N ms round trip (N/2 ms on each host's link)
 #   bw100      the switch's ports at 100 Mbit/s, 256 KiB queues
+#   ecn        the same, ECN-capable frames marked CE behind 32 KiB:
+#              the responder answers them with CNPs, the requester slows
+#              down (rp_cnp_handled moves on guest 2), nothing is lost
 #   down5      guest 1's host's link down for 5 s in the middle of a 12 s
 #              run whose QPs' timeout and retries cover it (-A 18 -R 7:
 #              8 x 1.07 s): the traffic resumes with no error
@@ -28,7 +31,7 @@
 # 4096,65536,r70000).
 . /usr/lib/qhca/lib.sh
 qhca_pair_start --dev --mailbox
-PHASES=$(echo "${QHCA_FABRIC_PHASES:-clean loss5 reorder25 dup5 corrupt1 rtt20}" | tr , " ")
+PHASES=$(echo "${QHCA_FABRIC_PHASES:-clean loss5 reorder25 dup5 corrupt1 rtt20 ecn}" | tr , " ")
 VOPTS=${QHCA_FABRIC_VERIFY:--q 4 -n 30 -S 1,8,1000,4096,65536,r70000}
 CNT=/sys/class/infiniband/$PAIR_DEV/ports/1/hw_counters
 echo "# fabric: device $PAIR_DEV, GID index $PAIR_GIDX, phases: $PHASES"
@@ -45,7 +48,8 @@ counter() { cat "$CNT/$1" 2>/dev/null || echo 0; }
 
 snap() {
 	for _c in retransmits naks_sent naks_rcvd out_of_sequence duplicate_request \
-		rx_icrc_errors local_ack_timeout_err retry_exceeded_err rx_frames tx_frames; do
+		rx_icrc_errors local_ack_timeout_err retry_exceeded_err rx_frames tx_frames \
+		np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled; do
 		echo "$_c $(counter $_c)"
 	done >"/tmp/fabric.before"
 }
@@ -90,6 +94,7 @@ phase_keys() {
 	corrupt1) echo "corrupt=1%" ;;
 	rtt*) echo "delay=$((${1#rtt} * 500))us" ;;
 	bw100) echo "rate=100m limit=256k" ;;
+	ecn) echo "rate=100m limit=256k ecn=32k" ;;
 	down5) echo "clear" ;;
 	*) return 1 ;;
 	esac
@@ -103,6 +108,7 @@ phase_want() {
 	dup5) echo "1 duplicate_request" ;;
 	corrupt1) echo "0 rx_icrc_errors" ;;
 	down5) echo "2 local_ack_timeout_err" ;;
+	ecn) echo "2 rp_cnp_handled" ;;
 	*) echo "" ;;
 	esac
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Peer stopped mid-transfer: how much CPU does the other QEMU's main loop use?
 
-  tests/bench/peer-stop.py [--stop 1|2] [--qp-timeout N] [--seconds 60]
-                           [--qemu FILE] [--dir DIR] [--test ib_write_bw]
+  tests/bench/peer-stop.py [--stop 1|2] [--kill] [--qp-timeout N]
+                           [--seconds 60] [--qemu FILE] [--dir DIR]
+                           [--test ib_write_bw]
 
 Boots two qhca guests (as scripts/launch does) and runs one long perftest
 between them (guest 1 server, guest 2 client: for ib_write_bw the client is
@@ -16,6 +17,16 @@ SIGCONT, and the run ends by itself. perftest's --qp-timeout (-u) sets the
 retransmission timeout (4.096 us * 2^N): with 22 (17 s) the requester keeps
 a full send window and retries for the whole measurement instead of giving
 up after seven 67 ms timeouts (the default 14).
+
+With --kill the peer's QEMU gets SIGKILL instead (issue 25: a peer that is
+gone, not paused), guest 1 by default: the server, the responder, so that
+the survivor is the requester. Its QP must end in retry-exceeded (perftest's
+"status 12") at the time the IBA gives, (retry_cnt + 1) x 4.096 us x
+2^timeout (perftest's retry count 7; --qp-timeout defaults to 18 here:
+8 x 1.07 s = 8.6 s), and its main-loop thread must use under 1 s of CPU in
+the minute after the kill. Then the survivor is killed too (the run has
+nothing left to do) and the script prints "ok - ..." / "not ok - ..." lines
+for the two checks (the on-demand fabric group runs it).
 
 Prints one line "peer-stop: ..." with the figures, also in DIR/peer-stop.json.
 Holds build/.guest-run.lock while guests run.
@@ -37,7 +48,9 @@ from qhca_guests import TOP, BUILD, log  # noqa: E402  pylint: disable=wrong-imp
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stop", type=int, default=1, choices=[1, 2])
-    ap.add_argument("--qp-timeout", type=int, default=22)
+    ap.add_argument("--kill", action="store_true",
+                    help="SIGKILL the peer's QEMU instead of SIGSTOP")
+    ap.add_argument("--qp-timeout", type=int)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--test", default="ib_write_bw")
@@ -46,6 +59,10 @@ def main():
     ap.add_argument("--accel", default="tcg")
     ap.add_argument("--dir")
     a = ap.parse_args()
+    if a.qp_timeout is None:
+        a.qp_timeout = 18 if a.kill else 22
+    if not 1 <= a.qp_timeout <= 31:
+        ap.error("--qp-timeout must be 1..31")
     d = os.path.abspath(a.dir or os.path.join(
         BUILD, "runs", f"peer-stop-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
     os.makedirs(d, exist_ok=True)
@@ -64,6 +81,11 @@ def main():
         if i == 2 and "QHCA-BENCH-BEGIN peerstop" in line and st["phase"] == "wait":
             st["phase"] = "running"
             st["t_begin"] = time.monotonic()
+        # the survivor's perftest ends with the completion error
+        if a.kill and i == other and "t_stop" in st and "t_error" not in st and \
+                "status 12" in line:
+            st["t_error"] = time.monotonic() - st["t_stop"]
+            st["error_line"] = line.strip()
 
     def on_tick(r):
         now = time.monotonic()
@@ -77,14 +99,14 @@ def main():
             time.sleep(5)
             c1 = qhca_guests.qemu_cpu(po)
             st["before_5s"] = {k: c1[k] - c0[k] for k in c1}
-            os.kill(ps, signal.SIGSTOP)
+            os.kill(ps, signal.SIGKILL if a.kill else signal.SIGSTOP)
             st["stopped_pid"] = ps
             st["t_stop"] = time.monotonic()
             st["cpu0"] = qhca_guests.qemu_cpu(po)
             st["threads0"] = qhca_guests.thread_cpu(po)
             st["phase"] = "stopped"
-            log(f"SIGSTOP guest{a.stop} (QEMU {ps}); measuring guest{other}'s QEMU {po} "
-                f"for {a.seconds:.0f} s")
+            log(f"{'SIGKILL' if a.kill else 'SIGSTOP'} guest{a.stop} (QEMU {ps}); "
+                f"measuring guest{other}'s QEMU {po} for {a.seconds:.0f} s")
         elif st["phase"] == "stopped" and now - st["t_stop"] >= a.seconds:
             po = r.pid(other)
             c2 = qhca_guests.qemu_cpu(po) if po else None
@@ -94,31 +116,65 @@ def main():
                 t2 = qhca_guests.thread_cpu(po)
                 st["threads"] = {f"{tid} {n}": round(sec - st["threads0"].get(tid, (n, 0))[1], 2)
                                  for tid, (n, sec) in t2.items()}
-            os.kill(st["stopped_pid"], signal.SIGCONT)
-            st["phase"] = "resumed"
-            log(f"SIGCONT guest{a.stop}")
+            if a.kill:
+                # nothing is left to run: the survivor (ours) goes too
+                if po:
+                    os.kill(po, signal.SIGKILL)
+                st["phase"] = "killed"
+                log(f"SIGKILL guest{other}: the measurement is over")
+            else:
+                os.kill(st["stopped_pid"], signal.SIGCONT)
+                st["phase"] = "resumed"
+                log(f"SIGCONT guest{a.stop}")
 
     with qhca_guests.guest_lock():
         ok = run.run(on_line=on_line, on_tick=on_tick)
-    if st.get("phase") == "stopped":       # the run ended while stopped
+    if st.get("phase") == "stopped" and not a.kill:   # ended while stopped
         os.kill(st["stopped_pid"], signal.SIGCONT)
+    formula = 8 * 4.096e-6 * 2 ** a.qp_timeout
     res = {"qemu": a.qemu, "test": a.test, "size": a.size, "qp_timeout": a.qp_timeout,
            "stopped_guest": a.stop, "measured_guest": other, "seconds": st.get("wall"),
            "during": st.get("during"), "before_5s": st.get("before_5s"),
            "threads": st.get("threads"), "run_ok": ok, "status": run.status,
-           "dir": d}
+           "dir": d, "signal": "KILL" if a.kill else "STOP",
+           "retry_exceeded_after": st.get("t_error"), "iba_time": formula,
+           "error_line": st.get("error_line")}
     with open(os.path.join(d, "peer-stop.json"), "w", encoding="utf-8") as f:
         json.dump(res, f, indent=1)
     if "during" not in res or res["during"] is None:
         print(f"peer-stop: no measurement (phase {st.get('phase')}); see {d}")
         return 1
     du, bf = res["during"], res["before_5s"]
+    if a.kill:
+        return kill_report(a, res, other, formula)
     print(f"peer-stop: {a.test} {a.size} B, -u {a.qp_timeout}, guest{a.stop} stopped: "
           f"guest{other}'s QEMU main-loop thread {du['main']:.2f} s CPU in {res['seconds']:.1f} s "
           f"(vCPU {du['vcpu']:.2f} s, other threads {du['other']:.2f} s); "
           f"in the 5 s before the stop: main {bf['main']:.2f} s, vCPU {bf['vcpu']:.2f} s; "
           f"run {'ok' if ok else 'not ok'}; {d}")
     return 0
+
+
+def kill_report(a, res, other, formula):
+    """The --kill checks: retry-exceeded when the IBA says, and the idle
+    survivor's main loop under 1 s of CPU a minute."""
+    du, te = res["during"], res["retry_exceeded_after"]
+    per_min = du["main"] * 60 / max(res["seconds"], 1)
+    print(f"peer-stop: {a.test} {a.size} B, -u {a.qp_timeout}, guest{a.stop} killed: "
+          f"guest{other}'s QP in retry-exceeded after "
+          f"{'never' if te is None else f'{te:.2f} s'} (IBA: 8 x 4.096 us x "
+          f"2^{a.qp_timeout} = {formula:.2f} s); its QEMU main-loop thread "
+          f"{du['main']:.2f} s CPU in {res['seconds']:.1f} s ({per_min:.2f} s a minute), "
+          f"vCPU {du['vcpu']:.2f} s; {res['dir']}")
+    # the guest prints the error a little after the CQE (console, TCG)
+    good = te is not None and formula * 0.9 <= te <= formula + 5
+    print(f"{'ok' if good else 'not ok'} - peer-stop: the survivor's QP ended in "
+          f"retry-exceeded at the IBA's time ({formula:.2f} s; "
+          f"{'none' if te is None else f'{te:.2f} s'})")
+    good2 = per_min < 1.0
+    print(f"{'ok' if good2 else 'not ok'} - peer-stop: the survivor's main loop used "
+          f"under 1 s of CPU a minute after the kill ({per_min:.2f} s)")
+    return 0 if good and good2 else 1
 
 
 if __name__ == "__main__":

@@ -472,9 +472,51 @@ static void ops_irq(void *opaque, unsigned vector)
     }
 }
 
+/*
+ * Mark an ECN-capable IPv4 or IPv6 frame CE (the IPv4 header checksum
+ * made again; the ICRC leaves the field out)
+ */
+static bool wire_mark_ce(uint8_t *f, size_t len)
+{
+    uint16_t type;
+
+    if (len < 14 + 40) {
+        return false;
+    }
+    type = f[12] << 8 | f[13];
+    if (type == 0x0800) {
+        uint32_t sum = 0;
+        unsigned i;
+
+        if (!(f[15] & 3) || (f[15] & 3) == 3) {
+            return false;
+        }
+        f[15] |= 3;
+        f[24] = f[25] = 0;
+        for (i = 0; i < 20; i += 2) {
+            sum += f[14 + i] << 8 | f[15 + i];
+        }
+        sum = (sum & 0xffff) + (sum >> 16);
+        sum = (sum & 0xffff) + (sum >> 16);
+        f[24] = ~sum >> 8;
+        f[25] = ~sum;
+        return true;
+    }
+    if (type == 0x86dd) {
+        /* traffic class: the low nibble of byte 14, the high one of 15 */
+        if (!(f[15] & 0x30) || (f[15] & 0x30) == 0x30) {
+            return false;
+        }
+        f[15] |= 0x30;
+        return true;
+    }
+    return false;
+}
+
 static void wire_push(HxPair *p, int to, const uint8_t *frame, size_t len)
 {
     HxFrame *f;
+    bool mark = false;
 
     if (g_queue_get_length(&p->wire) >= HX_WIRE_MAX_FRAMES) {
         p->wire_lost++;
@@ -487,19 +529,24 @@ static void wire_push(HxPair *p, int to, const uint8_t *frame, size_t len)
     if (p->wire_rate_bps) {
         int64_t start = MAX(p->now, p->wire_free[to]);
         int64_t ser = (int64_t)((len * 8 * 1000000000ull) / p->wire_rate_bps);
+        uint64_t queued = (uint64_t)(start - p->now) * p->wire_rate_bps /
+                          8000000000ull;
 
-        if (p->wire_limit &&
-            (uint64_t)(start - p->now) * p->wire_rate_bps / 8000000000ull >
-            p->wire_limit) {
+        if (p->wire_limit && queued > p->wire_limit) {
             p->wire_lost++;
             g_free(f);
             return;
         }
+        p->wire_queue_max = MAX(p->wire_queue_max, queued);
+        mark = p->wire_ecn && queued > p->wire_ecn;
         p->wire_free[to] = start + ser;
         f->due = start + ser;
     }
     f->due += p->wire_delay_ns;
     memcpy(f->data, frame, len);
+    if (mark && wire_mark_ce(f->data, len)) {
+        p->wire_marked++;
+    }
     g_queue_push_tail(&p->wire, f);
 }
 
@@ -948,6 +995,9 @@ void hx_pair_reset(HxPair *p)
     p->wire_delay_ns = 0;
     p->wire_rate_bps = 0;
     p->wire_limit = 0;
+    p->wire_ecn = 0;
+    p->wire_marked = 0;
+    p->wire_queue_max = 0;
     memset(p->wire_free, 0, sizeof(p->wire_free));
     memset(p->mode, 0, sizeof(p->mode));
     memset(p->every, 0, sizeof(p->every));

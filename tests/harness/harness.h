@@ -255,11 +255,16 @@ struct HxPair {
     /*
      * A path (0: none): each frame arrives wire_delay_ns after it left
      * its sender's line, which carries wire_rate_bps bits per second and
-     * queues at most wire_limit bytes (more are lost)
+     * queues at most wire_limit bytes (more are lost) and marks an
+     * ECN-capable frame CE when more than wire_ecn bytes wait (0: never),
+     * as a switch port with ECN marking does
      */
     int64_t wire_delay_ns;
     uint64_t wire_rate_bps;
     uint64_t wire_limit;
+    uint64_t wire_ecn;
+    uint64_t wire_marked;       /* frames marked CE */
+    uint64_t wire_queue_max;    /* the most bytes that waited at once */
     int64_t wire_free[2];       /* the line to device i is free then */
     uint64_t steps;             /* hx_step() calls */
     uint64_t step_limit;        /* 0: none */

@@ -56,8 +56,10 @@ void test_opcode_table(void)
                  op_has(op, QHCA_ROCE_EXT_DETH));
         CHECK_EQ(!!(op->flags & QHCA_ROCE_OPF_ACK),
                  op_has(op, QHCA_ROCE_EXT_AETH));
+        /* a request, a response or a CNP (neither) */
         CHECK_EQ(!!(op->flags & QHCA_ROCE_OPF_REQUEST) +
-                 !!(op->flags & QHCA_ROCE_OPF_RESPONSE), 1);
+                 !!(op->flags & QHCA_ROCE_OPF_RESPONSE) +
+                 !!(op->flags & QHCA_ROCE_OPF_CNP), 1);
     }
     CHECK(qhca_roce_op_info(0x15) == NULL);     /* reserved */
     CHECK(qhca_roce_op_info(0x2c) == NULL);     /* UC: no READ */
@@ -72,7 +74,10 @@ void test_opcode_table(void)
         CHECK_EQ(uc->flags, rc->flags | QHCA_ROCE_OPF_UC);
         CHECK_EQ(uc->ext_len, rc->ext_len);
     }
-    CHECK(qhca_roce_op_info(0x81) == NULL);     /* CNP */
+    CHECK(qhca_roce_op_info(0x81) &&            /* CNP */
+          (qhca_roce_op_info(0x81)->flags & QHCA_ROCE_OPF_CNP));
+    CHECK(qhca_roce_op_info(0x80) == NULL);     /* the rest of its range */
+    CHECK(qhca_roce_op_info(0x82) == NULL);
 }
 
 void test_udp_sport(void)

@@ -186,9 +186,28 @@ void test_icrc_connectx4_cnp(void)
     CHECK_EQ(qhca_roce_icrc(cx4_cnp_frame, len), 0x2a00fd82);
     CHECK_EQ(qhca_roce_icrc(cx4_cnp_frame, len),
              get_le32(cx4_cnp_frame + len - 4));
-    /* Valid up to the BTH; CNP is an opcode we do not support */
-    CHECK_EQ(parse_exact(cx4_cnp_frame, len, &pkt),
-             QHCA_ROCE_ERR_BAD_OPCODE);
+    /*
+     * A ConnectX-4's CNP, taken (hw/qhca-cc.c): to QP 0x118, BECN set,
+     * PSN 0, 16 reserved bytes; its IP header DSCP 48, ECT(0)
+     */
+    CHECK_EQ(parse_exact(cx4_cnp_frame, len, &pkt), QHCA_ROCE_OK);
+    CHECK_EQ(pkt.hdr.opcode, QHCA_ROCE_OP_CNP);
+    CHECK(pkt.op->flags & QHCA_ROCE_OPF_CNP);
+    CHECK_EQ(pkt.hdr.dest_qp, 0x118);
+    CHECK(pkt.hdr.becn);
+    CHECK(!pkt.hdr.fecn);
+    CHECK_EQ(pkt.hdr.psn, 0);
+    CHECK_EQ(pkt.payload_len, QHCA_ROCE_CNP_LEN);
+    CHECK_EQ(pkt.hdr.tos, 0xc2);
+    /* and built again from what was parsed: the same bytes */
+    {
+        uint8_t f[sizeof(cx4_cnp_frame)];
+        static const uint8_t zero[QHCA_ROCE_CNP_LEN];
+
+        CHECK_EQ(qhca_roce_build(f, sizeof(f), &pkt.hdr, zero, sizeof(zero)),
+                 (int)len);
+        CHECK(!memcmp(f, cx4_cnp_frame, len));
+    }
     pcap_record(cx4_cnp_frame, len, len);
 }
 

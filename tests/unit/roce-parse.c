@@ -129,7 +129,7 @@ void test_parse_errors(void)
     make_base(QHCA_ROCE_OP_RC_SEND_ONLY, 5);
     {
         static const uint8_t bad_ops[] = { 0x15, 0x18, 0x1f, 0x2c, 0x2f,
-                                           0x40, 0x60, 0x63, 0x66, 0x81,
+                                           0x40, 0x60, 0x63, 0x66, 0x80,
                                            0xff };
         size_t i;
 

@@ -75,7 +75,7 @@ typedef struct ExpectedOp {
     int ext_len;
 } ExpectedOp;
 
-#define N_EXPECTED_OPS 39
+#define N_EXPECTED_OPS 40
 extern const ExpectedOp expected_ops[N_EXPECTED_OPS];
 
 /*

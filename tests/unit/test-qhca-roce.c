@@ -424,6 +424,8 @@ const ExpectedOp expected_ops[] = {
     { 0x2b, true, 2, { QHCA_ROCE_EXT_RETH, QHCA_ROCE_EXT_IMMDT }, 20 },
     { 0x64, true, 1, { QHCA_ROCE_EXT_DETH }, 8 },
     { 0x65, true, 2, { QHCA_ROCE_EXT_DETH, QHCA_ROCE_EXT_IMMDT }, 12 },
+    /* RoCEv2 annex A17: the CNP, its 16 reserved bytes taken as payload */
+    { 0x81, true, 0, { 0 }, 0 },
 };
 
 static const RoceCase roce_cases[] = {

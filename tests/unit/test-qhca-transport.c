@@ -860,6 +860,190 @@ static void test_window_short_path(Fx *f, gconstpointer data)
     g_assert_cmpuint(qp_window_now(f->a, rc(f->a)), ==, QHCA_WINDOW_DEFAULT);
 }
 
+/* ---- congestion control: ECN marks, CNPs (issue 25) ---- */
+
+static struct qhca_qp_state_info qp_state_now(HxDev *d, HxQp *qp)
+{
+    struct qhca_cmd_obj o = { 0 };
+    struct qhca_qp_state_info s;
+
+    o.handle = cpu_to_le32(qp->qpn);
+    g_assert_cmpint(hx_cmd(d, QHCA_CMD_QUERY_QP_STATE, &o, sizeof(o), NULL),
+                    ==, QHCA_CMD_OK);
+    hx_mem_read(d, HX_RESP_ADDR, &s, sizeof(s));
+    return s;
+}
+
+typedef struct EcnRun {
+    double mbs;                 /* both WRITEs' payload over the whole run */
+    double jain;                /* of the two QPs' rates while both sent */
+    uint64_t lost, marked, cnp_sent, cnp_handled, cnp_ignored;
+    uint64_t queue_max;
+    uint32_t cc_window_min;     /* the least limit seen (0: none seen) */
+} EcnRun;
+
+/*
+ * Two RC QPs of A write 2 MiB each to B through one 100 Mbit/s line with
+ * a 96 KiB queue that marks ECN-capable frames CE above 20 KiB: one alone
+ * first (its 64 KiB window fits the queue), the second 30 ms later (two
+ * windows do not).  Every byte compared.  With @read they READ 2 MiB
+ * each from B instead: the answers are what is marked, on the line to A.
+ */
+static EcnRun ecn_two_flows(Fx *f, bool ecn, bool read)
+{
+    const uint32_t len = 2 << 20, mtu = 1024;
+    HxConnOpts o = hx_default_conn;
+    struct qhca_send_wqe w;
+    HxQp *qa[2], *qb[2];
+    uint32_t psn0[2] = { 0 }, got[2] = { 0 }, at_b[2] = { 0 };
+    EcnRun r = { 0 };
+    int64_t t0, t1 = 0, tb = 0;
+    unsigned q, slices = 0;
+
+    f->a->core.ecn = f->b->core.ecn = ecn;
+    o.timeout = 16;
+    qa[0] = rc(f->a);
+    qb[0] = rc(f->b);
+    qa[1] = hx_drv_make_rc_pair(f->p, HX_QP_SETUP);
+    g_assert_nonnull(qa[1]);
+    qb[1] = &f->b->drv.qp[HX_QP_SETUP];
+    for (q = 0; q < 2; q++) {
+        g_assert_true(hx_connect_rc(f->a, qa[q], f->b, qb[q], &o));
+    }
+    f->p->wire_delay_ns = 100 * 1000;
+    f->p->wire_rate_bps = 100 * 1000 * 1000;
+    f->p->wire_limit = 96 * 1024;
+    f->p->wire_ecn = 20 * 1024;
+    for (q = 0; q < 2; q++) {
+        fill(read ? f->b : f->a, q * len, len, 11 + q);
+        memset(mr_mem(read ? f->a : f->b, q * len), 0, len);
+    }
+    t0 = f->p->now;
+    for (q = 0; q < 2; q++) {
+        psn0[q] = le32_to_cpu(qp_state_now(f->a, qa[q]).acked_psn);
+        w = rdma_wqe(read ? QHCA_WQE_RDMA_READ : QHCA_WQE_RDMA_WRITE,
+                     0xe0 + q, f->b, q * len);
+        post(f->a, qa[q], &w, q * len, len);
+        if (q == 0) {
+            hx_settle(f->p, 30 * 1000 * 1000, 10000000);
+        }
+    }
+    /* both send: 2 ms slices until one has all its data acknowledged */
+    tb = f->p->now;
+    for (q = 0; q < 2; q++) {
+        at_b[q] = (le32_to_cpu(qp_state_now(f->a, qa[q]).acked_psn) -
+                   psn0[q]) & 0xffffff;
+    }
+    while (slices++ < 2000) {
+        bool done = false;
+
+        hx_settle(f->p, 2 * 1000 * 1000, 10000000);
+        for (q = 0; q < 2; q++) {
+            struct qhca_qp_state_info s = qp_state_now(f->a, qa[q]);
+            uint32_t ccw = le32_to_cpu(s.cc_window_bytes);
+
+            got[q] = (le32_to_cpu(s.acked_psn) - psn0[q]) & 0xffffff;
+            done |= got[q] >= len / mtu;
+            if (ccw && (!r.cc_window_min || ccw < r.cc_window_min)) {
+                r.cc_window_min = ccw;
+            }
+        }
+        if (done) {
+            t1 = f->p->now;
+            break;
+        }
+    }
+    g_assert_cmpint(t1, >, tb);
+    {
+        /* Jain's index of what each moved while both sent */
+        double x0 = got[0] - at_b[0], x1 = got[1] - at_b[1];
+
+        r.jain = (x0 + x1) * (x0 + x1) / (2 * (x0 * x0 + x1 * x1));
+    }
+    for (q = 0; q < 2; q++) {
+        assert_ok(f->a, qa[q], 0xe0 + q);
+        g_assert_true(same(f->a, q * len, f->b, q * len, len));
+    }
+    r.mbs = 2.0 * len / ((f->p->now - t0) / 1e9) / 1e6;
+    r.lost = f->p->wire_lost;
+    r.marked = f->p->wire_marked;
+    r.queue_max = f->p->wire_queue_max;
+    r.cnp_sent = f->b->core.stat_cnp_sent + f->a->core.stat_cnp_sent;
+    r.cnp_handled = f->a->core.stat_cnp_handled;
+    r.cnp_ignored = f->a->core.stat_cnp_ignored;
+    return r;
+}
+
+static void ecn_report(const char *what, const EcnRun *r)
+{
+    g_test_message("%s: %.2f MB/s, Jain %.3f while both sent, %" PRIu64
+                   " frames lost, %" PRIu64 " marked CE, %" PRIu64
+                   " CNPs sent, %" PRIu64 " taken, %" PRIu64 " ignored, "
+                   "queue at most %" PRIu64 " bytes, limit down to %u "
+                   "bytes", what, r->mbs, r->jain, r->lost, r->marked,
+                   r->cnp_sent, r->cnp_handled, r->cnp_ignored,
+                   r->queue_max, r->cc_window_min);
+}
+
+/*
+ * Without ECN the two windows overflow the queue (frames lost, go-back-N);
+ * with it the marks come back as CNPs, the requester cuts its window
+ * before the queue overflows, nothing is lost and the line is shared
+ */
+static void test_ecn_bottleneck(Fx *f, gconstpointer data)
+{
+    EcnRun r = ecn_two_flows(f, true, false);
+
+    ecn_report("ecn", &r);
+    g_assert_cmpuint(r.marked, >, 0);
+    g_assert_cmpuint(r.cnp_sent, >, 0);
+    g_assert_cmpuint(r.cnp_handled, >, 0);
+    g_assert_cmpuint(r.cnp_handled, <=, r.cnp_sent);
+    g_assert_cmpuint(r.cnp_ignored, ==, 0);
+    g_assert_cmpuint(r.cc_window_min, >, 0);
+    g_assert_cmpuint(r.lost, ==, 0);
+    g_assert_cmpfloat(r.mbs, >=, 0.8 * 11.7);
+    g_assert_cmpfloat(r.jain, >=, 0.9);
+}
+
+/*
+ * READs through the marked line: the answers come back CE and the
+ * requester cuts its own window (no CNP is sent for an answer)
+ */
+static void test_ecn_read(Fx *f, gconstpointer data)
+{
+    EcnRun r = ecn_two_flows(f, true, true);
+
+    ecn_report("ecn, READ", &r);
+    g_assert_cmpuint(r.marked, >, 0);
+    g_assert_cmpuint(r.cnp_sent, ==, 0);
+    g_assert_cmpuint(r.cc_window_min, >, 0);
+    g_assert_cmpuint(r.lost, ==, 0);
+    g_assert_cmpfloat(r.mbs, >=, 0.8 * 11.7);
+    g_assert_cmpfloat(r.jain, >=, 0.9);
+}
+
+static void test_ecn_off(Fx *f, gconstpointer data)
+{
+    EcnRun r = ecn_two_flows(f, false, false);
+
+    /* the same run with ecn=off: no CE (no ECT), losses */
+    ecn_report("ecn=off", &r);
+    g_assert_cmpuint(r.marked, ==, 0);
+    g_assert_cmpuint(r.cnp_sent, ==, 0);
+    g_assert_cmpuint(r.lost, >, 0);
+}
+
+static void test_ecn_off_read(Fx *f, gconstpointer data)
+{
+    EcnRun r = ecn_two_flows(f, false, true);
+
+    ecn_report("ecn=off, READ", &r);
+    g_assert_cmpuint(r.marked, ==, 0);
+    g_assert_cmpuint(r.cc_window_min, ==, 0);
+    g_assert_cmpuint(r.lost, >, 0);
+}
+
 /* ---- UC (docs/hardware.md 10.2) ---- */
 
 static HxQp *uc(HxDev *d)
@@ -1189,6 +1373,8 @@ static uint64_t *stat_field(QhcaCore *c, unsigned i)
         &c->stat_rnr_naks_sent, &c->stat_rnr_naks_rcvd,
         &c->stat_seq_errors, &c->stat_dup_requests, &c->stat_timeouts,
         &c->stat_retry_exceeded, &c->stat_rnr_retry_exceeded,
+        &c->stat_ecn_marked, &c->stat_cnp_sent, &c->stat_cnp_handled,
+        &c->stat_cnp_ignored,
     };
 
     return f[i];
@@ -1417,6 +1603,10 @@ static const Case cases[] = {
     { "/transport/link-down/default", test_link_down_default },
     { "/transport/window/follows-path", test_window_follows_path },
     { "/transport/window/short-path", test_window_short_path },
+    { "/transport/ecn/bottleneck", test_ecn_bottleneck },
+    { "/transport/ecn/read", test_ecn_read },
+    { "/transport/ecn/off", test_ecn_off },
+    { "/transport/ecn/off-read", test_ecn_off_read },
     { "/transport/loopback/rc", test_loopback },
     { "/transport/uc/send", test_uc_send },
     { "/transport/uc/write", test_uc_write },
