@@ -67,6 +67,7 @@ static uint32_t frame_hdr(const FzFrame *fa, QhcaRoceHdr *hp)
     h.se = a.flags & 1;
     h.ack_req = a.flags & 2;
     h.pkey = (a.flags & 32) ? 0x1234 : QHCA_ROCE_DEFAULT_PKEY;
+    h.tos = (a.flags & 64) ? QHCA_ROCE_ECN_CE : 0;
     h.dest_qp = qpn_sel(to, a.qp) & QHCA_ROCE_QPN_MASK;
     switch (a.psn_mode % 3) {
     case 0:

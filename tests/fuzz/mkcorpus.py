@@ -37,7 +37,8 @@ from mkcorpus_ipv6 import (ipv6_hostile_frames, ipv6_mixed_versions,
                            ipv6_rc_uc, ipv6_ud)
 from mkcorpus_mcast import mcast_commands, mcast_hostile_frames, mcast_ud
 from mkcorpus_rc import (atomics, bad_remote, bad_wqe, fast_reg,
-                         hostile_frames, local_prot, loopback, lossy,
+                         congestion, hostile_frames, local_prot, loopback,
+                         lossy,
                          lossy_rdma, mix, msix_doorbell, placement,
                          read_pieces_rd_atomic, reads_in_flight,
                          remote_errors, reset_mid_transfer, retry_exceeded,
@@ -77,6 +78,7 @@ SEEDS = {
     'fast-reg': fast_reg,
     'solicited': solicited,
     'hostile-frames': hostile_frames,
+    'congestion': congestion,
     'lossy': lambda: lossy(1, 7, every_b=7),
     'dup': lambda: lossy(2, 2, every_b=3),
     'reorder': lambda: lossy(4, 1, every_b=1),

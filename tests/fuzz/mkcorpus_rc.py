@@ -7,7 +7,7 @@ device)."""
 
 import struct
 
-from mkcorpus_format import A, B, H, MR_LEN, RC, RC_SRQ, UD, Input, sge
+from mkcorpus_format import A, B, H, MR_LEN, RC, RC_SRQ, UC, UD, Input, sge
 
 
 def send_recv():
@@ -287,6 +287,35 @@ def hostile_frames():
     i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
          psn=0xffffffff, plen=32)
     i.op('FRAME', to=B, opcode=0x1f, qp=RC, psn_mode=1, plen=0)
+    i.settle(5)
+    i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 32)])
+    return i.expect(B, RC, 2).expect(A, RC, 2)
+
+
+def congestion():
+    """ECN and CNPs (hw/qhca-cc.c): requests marked CE (B answers with
+    CNPs), CNPs to A's RC QP (taken), to its UC and UD QPs and with no
+    reserved bytes (ignored or taken), then traffic goes on."""
+    i = Input()
+    i.recv(B, RC, 1, [sge(0, 64)]).recv(B, RC, 2, [sge(0, 64)])
+    i.send(A, RC, 'QHCA_WQE_SEND', 1, [sge(0, 32)])
+    i.expect(B, RC, 1).expect(A, RC, 1)
+    send_only = H['QHCA_ROCE_OP_RC_SEND_ONLY']
+    cnp = H['QHCA_ROCE_OP_CNP']
+    # the last SEND again, marked CE: a duplicate, and a CNP back
+    i.op('FRAME', to=B, opcode=send_only, qp=RC, psn_mode=1,
+         psn=0xffffffff, flags=64 | 2, plen=32)
+    for qp in (RC, UC, UD, RC_SRQ):
+        i.op('FRAME', to=A, opcode=cnp, qp=qp, psn_mode=0, psn=0,
+             flags=0, plen=16)
+    i.op('FRAME', to=A, opcode=cnp, qp=RC, psn_mode=0, psn=0, flags=64,
+         plen=0)
+    i.op('FRAME', to=A, opcode=cnp, qp=RC, psn_mode=0, psn=0, flags=4,
+         plen=16)
+    for n in range(8):
+        i.send(A, RC, 'QHCA_WQE_RDMA_WRITE', 10 + n, [sge(0, 4096)],
+               remote=0x200000 + 0x1000 * n)
+    i.op('FRAME', to=A, opcode=cnp, qp=RC, psn_mode=0, psn=0, plen=16)
     i.settle(5)
     i.send(A, RC, 'QHCA_WQE_SEND', 2, [sge(0, 32)])
     return i.expect(B, RC, 2).expect(A, RC, 2)

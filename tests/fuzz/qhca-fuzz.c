@@ -85,7 +85,8 @@
  *                  32 bits), plen payload bytes;
  *                  flags: 1 SE, 2 AckReq, 4 source IP 6.6.6.6, 8 bad ICRC,
  *                  16 raw va (not an offset into the target's MR), 32 wrong
- *                  P_Key
+ *                  P_Key, 64 ECN CE (as a switch marks a frame; with
+ *                  opcode 0x81 a CNP: hw/qhca-cc.c)
  *   13 WIRE_MUTATE frame idx in flight: drop, duplicate, flip a byte (xor
  *                  val | 1 at pos), truncate to pos, move to the tail, or
  *                  drop everything in flight (action % 6)
