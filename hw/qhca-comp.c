@@ -244,6 +244,7 @@ static void req_advance(QhcaCore *c, QhcaQp *qp, uint32_t psn)
     /* only PSNs that were assigned, and only forward */
     if (psn_diff(psn, e->acked) > 0 && psn_diff(psn, e->next_psn) < 0) {
         uint32_t newly = psn_diff(psn, e->acked);
+        int64_t now = c->ops->now_ns(c->opaque);
 
         if (e->cwnd) {
             e->cwnd += psn_diff(psn, e->acked);
@@ -252,11 +253,11 @@ static void req_advance(QhcaCore *c, QhcaQp *qp, uint32_t psn)
             }
         }
         if (e->rtt_pending && psn_diff(psn, e->rtt_psn) >= 0) {
-            rtt_sample(qp, c->ops->now_ns(c->opaque) - e->rtt_t0);
+            rtt_sample(qp, now - e->rtt_t0);
         }
         e->acked = psn;
-        window_follow(c, qp, c->ops->now_ns(c->opaque), newly);
-        qhca_cc_acked(c, qp, c->ops->now_ns(c->opaque));
+        window_follow(c, qp, now, newly);
+        qhca_cc_acked(c, qp, now);
         e->probing = false;
         req_skip_acked(qp);
         e->nak_rewound = false;
