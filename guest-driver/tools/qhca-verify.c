@@ -958,6 +958,7 @@ static void client_wc(const struct ibv_wc *wc, double t)
 	struct pend *p;
 	uint8_t *buf;
 	char what[160];
+	double gap;
 
 	if (q >= C.nqp || wc->qp_num != qps[q]->qp_num) {
 		fail("a completion of no request posted: wr_id %#" PRIx64 ", QP number %u, status %s",
@@ -974,8 +975,9 @@ static void client_wc(const struct ibv_wc *wc, double t)
 	p = &c->fifo[n % C.depth];
 	c->done++;
 	outstanding--;
-	if (t - c->t_last > c->max_gap)
-		c->max_gap = t - c->t_last;
+	gap = t - c->t_last;
+	if (gap > c->max_gap)
+		c->max_gap = gap;
 	c->t_last = t;
 	if (t - cq_last > cq_max_gap)
 		cq_max_gap = t - cq_last;
@@ -985,10 +987,15 @@ static void client_wc(const struct ibv_wc *wc, double t)
 	snprintf(what, sizeof(what), "QP %u operation %" PRIu64 " (%s, %u bytes)",
 		 q, p->seq, op_names[p->op], p->len);
 	if (wc->status != IBV_WC_SUCCESS) {
-		/* the rest of the QP is flushed: one error for all of it */
+		/*
+		 * the rest of the QP is flushed: one error for all of it; how
+		 * long after the QP's last good completion (for a peer that
+		 * is gone: the IBA's (retry_cnt + 1) x 4.096 us x 2^timeout)
+		 */
 		if (!c->failed)
-			fail("%s: status %s (%d), vendor error %#x", what,
-			     ibv_wc_status_str(wc->status), wc->status, wc->vendor_err);
+			fail("%s: status %s (%d), vendor error %#x, %.3f s after the QP's last completion",
+			     what, ibv_wc_status_str(wc->status), wc->status,
+			     wc->vendor_err, gap);
 		c->failed = 1;
 		return;
 	}

@@ -27,6 +27,10 @@
 #   down5      guest 1's host's link down for 5 s in the middle of a 12 s
 #              run whose QPs' timeout and retries cover it (-A 18 -R 7:
 #              8 x 1.07 s): the traffic resumes with no error
+#   down5def   the same with qhca-verify's defaults (-A 14 -R 7): the
+#              client's QPs end in retry-exceeded (status 12) about
+#              (7 + 1) x 4.096 us x 2^14 = 0.54 s after their last
+#              completion (accepted: 0.45 to 2 s; TCG's delays add)
 # QHCA_FABRIC_VERIFY: qhca-verify's options (default -q 4 -n 30 -S 1,8,1000,
 # 4096,65536,r70000).
 . /usr/lib/qhca/lib.sh
@@ -95,7 +99,7 @@ phase_keys() {
 	rtt*) echo "delay=$((${1#rtt} * 500))us" ;;
 	bw100) echo "rate=100m limit=256k" ;;
 	ecn) echo "rate=100m limit=256k ecn=32k" ;;
-	down5) echo "clear" ;;
+	down5|down5def) echo "clear" ;;
 	*) return 1 ;;
 	esac
 }
@@ -113,6 +117,40 @@ phase_want() {
 	esac
 }
 
+# c_retry_exc: the client's qhca-verify failed with retry-exceeded (12)
+# between 0.45 and 2 s after its QP's last completion
+c_retry_exc() {
+	_l=$(grep -m 1 'status .*(12).*after the QP' /tmp/down5def.out)
+	echo "${_l:-no retry-exceeded completion; the output:}"
+	[ -n "$_l" ] || { tail -n 5 /tmp/down5def.out; return 1; }
+	_g=$(echo "$_l" | sed -n 's/.*, \([0-9.]*\) s after the QP.*/\1/p')
+	echo "after ${_g:-?} s (IBA: 0.537 s)"
+	[ -n "$_g" ] && awk -v g="$_g" 'BEGIN { exit !(g >= 0.45 && g <= 2) }'
+}
+
+# down5def PORT: host 1's link down 5 s under QPs with qhca-verify's
+# default timeout and retry count; guest 1 serves, guest 2's QPs fail
+down5def() {
+	if [ "$QHCA_ID" = 1 ]; then
+		qhca_timeout 60 "$PAIR_VERIFY" -d "$PAIR_DEV" -g "$PAIR_GIDX" -p "$1" \
+			>/tmp/down5def.srv 2>&1 &
+		_sp=$!
+	fi
+	sync_all
+	if [ "$QHCA_ID" = 1 ]; then
+		( sleep 4; echo "QHCA-FABRIC host=1 down=1" >/dev/console;
+			sleep 5; echo "QHCA-FABRIC host=1 down=0" >/dev/console ) </dev/null >/dev/null 2>&1
+		kill "$_sp" 2>/dev/null
+		wait "$_sp" 2>/dev/null
+	else
+		sleep 1
+		qhca_timeout 60 "$PAIR_VERIFY" -d "$PAIR_DEV" -g "$PAIR_GIDX" -p "$1" -q 4 -t 12 \
+			-S 1,8,1000,4096,65536 "$(pair_ip 1)" >/tmp/down5def.out 2>&1
+		check "fabric down5def (host 1's link down 5 s, qhca-verify -q 4 -t 12 with the default timeout and retries): the QPs end in retry-exceeded at the IBA's time" \
+			c_retry_exc 30
+	fi
+}
+
 for ph in $PHASES; do
 	keys=$(phase_keys "$ph") || { not_ok "fabric: phase $ph" "unknown phase"; continue; }
 	[ "$QHCA_ID" = 1 ] && { echo "QHCA-FABRIC host=all clear" >/dev/console; \
@@ -120,7 +158,9 @@ for ph in $PHASES; do
 	sync_all
 	snap
 	port=$((port + 1))
-	if [ "$ph" = down5 ]; then
+	if [ "$ph" = down5def ]; then
+		down5def "$port"
+	elif [ "$ph" = down5 ]; then
 		[ "$QHCA_ID" = 1 ] && ( sleep 4; echo "QHCA-FABRIC host=1 down=1" >/dev/console;
 			sleep 5; echo "QHCA-FABRIC host=1 down=0" >/dev/console ) </dev/null >/dev/null 2>&1 &
 		vcheck "fabric $ph (host 1's link down 5 s): qhca-verify -q 4 -t 12 -A 18 -R 7, every byte and completion" \
