@@ -148,6 +148,7 @@ down5def() {
 			-S 1,8,1000,4096,65536 "$(pair_ip 1)" >/tmp/down5def.out 2>&1
 		check "fabric down5def (host 1's link down 5 s, qhca-verify -q 4 -t 12 with the default timeout and retries): the QPs end in retry-exceeded at the IBA's time" \
 			c_retry_exc 30
+		echo "# fabric down5def: $(grep -m 1 'after the QP' /tmp/down5def.out)"
 	fi
 }
 
