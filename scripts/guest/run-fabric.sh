@@ -53,7 +53,8 @@ counter() { cat "$CNT/$1" 2>/dev/null || echo 0; }
 snap() {
 	for _c in retransmits naks_sent naks_rcvd out_of_sequence duplicate_request \
 		rx_icrc_errors local_ack_timeout_err retry_exceeded_err rx_frames tx_frames \
-		np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled; do
+		np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled \
+		completer_retry_err rcvd_seq_err; do
 		echo "$_c $(counter $_c)"
 	done >"/tmp/fabric.before"
 }
@@ -104,10 +105,14 @@ phase_keys() {
 	esac
 }
 
-# what must move, where: "GUEST COUNTERS" (requester: guest 2, the client)
+# what must move, where: "GUEST COUNTERS" (requester: guest 2, the client;
+# a Soft-RoCE requester counts its go-backs as completer_retry_err and
+# the sequence NAKs it takes as rcvd_seq_err: it has no retransmits)
 phase_want() {
+	_rt=retransmits
+	case $PAIR_DEV in rxe*) _rt=completer_retry_err+rcvd_seq_err ;; esac
 	case $1 in
-	loss*|burst) echo "2 retransmits" ;;
+	loss*|burst) echo "2 $_rt" ;;
 	reorder25) echo "1 out_of_sequence+duplicate_request+naks_sent" ;;
 	dup5) echo "1 duplicate_request" ;;
 	corrupt1) echo "0 rx_icrc_errors" ;;
