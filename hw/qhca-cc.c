@@ -53,16 +53,18 @@ static int64_t cc_step_ns(const QhcaQp *qp)
 static void cc_update(QhcaQp *qp, int64_t now)
 {
     QhcaQpEngine *e = qp->eng;
-    int64_t k, step = cc_step_ns(qp);
-    uint32_t w = qp_window(qp);
+    int64_t k, step;
+    uint32_t w;
 
     if (!e->cc_seen) {
         return;                         /* never cut: nothing to catch up */
     }
+    step = cc_step_ns(qp);
     k = (now - e->cc_inc_t) / step;
     if (k <= 0) {
         return;
     }
+    w = qp_window(qp);
     e->cc_inc_t += k * step;
     k = MIN(k, QHCA_CC_MAX_CATCHUP);
     while (k--) {
