@@ -1046,6 +1046,73 @@ static void test_ecn_off_read(Fx *f, gconstpointer data)
     g_assert_cmpuint(r.cc_window_min, ==, 0);
 }
 
+/* @n CNPs to A's QP @dest_qp from @src_ip, @rsvd reserved bytes each */
+static void cnps_to_a(Fx *f, uint32_t dest_qp, uint32_t src_ip, size_t rsvd,
+                      unsigned n)
+{
+    static const uint8_t zero[QHCA_ROCE_CNP_LEN];
+    uint8_t frame[256];
+    QhcaRoceHdr h = { 0 };
+    int len;
+
+    memcpy(h.dst_mac, f->a->mac, 6);
+    memcpy(h.src_mac, f->b->mac, 6);
+    h.src_ip = src_ip;
+    h.dst_ip = f->a->ip;
+    h.ttl = 64;
+    h.src_port = 0xc123;
+    h.pkey = QHCA_ROCE_DEFAULT_PKEY;
+    h.opcode = QHCA_ROCE_OP_CNP;
+    h.dest_qp = dest_qp;
+    h.becn = true;
+    len = qhca_roce_build(frame, sizeof(frame), &h, zero, rsvd);
+    g_assert_cmpint(len, >, 0);
+    while (n--) {
+        hx_wire_inject(f->p, 0, frame, len);
+    }
+    hx_settle(f->p, 10 * 1000 * 1000, 100000);
+}
+
+/*
+ * CNPs are wire input (docs/security.md, "Congestion control"): a burst
+ * of 1000 is counted and cuts once (half the window: alpha starts at 1);
+ * one without reserved bytes is taken; one from a source that is not the
+ * QP's path is dropped before the QP; one to a UC QP is ignored; and the
+ * QP still moves data, every byte compared
+ */
+static void test_ecn_hostile_cnps(Fx *f, gconstpointer data)
+{
+    HxQp *q = rc(f->a), *u = &f->a->drv.qp[HX_QP_UC];
+    QhcaCore *c = &f->a->core;
+    uint64_t handled = c->stat_cnp_handled, ignored = c->stat_cnp_ignored;
+    uint64_t dropped = c->stat_rx_dropped;
+    uint32_t w = qp_window_now(f->a, q);
+    struct qhca_send_wqe wqe;
+
+    g_assert_cmpuint(le32_to_cpu(qp_state_now(f->a, q).cc_window_bytes), ==,
+                     0);
+    cnps_to_a(f, q->qpn, f->b->ip, QHCA_ROCE_CNP_LEN, 1000);
+    g_assert_cmpuint(c->stat_cnp_handled, ==, handled + 1000);
+    g_assert_cmpuint(le32_to_cpu(qp_state_now(f->a, q).cc_window_bytes), ==,
+                     w / 2);
+    cnps_to_a(f, q->qpn, f->b->ip, 0, 1);
+    g_assert_cmpuint(c->stat_cnp_handled, ==, handled + 1001);
+    cnps_to_a(f, q->qpn, 0x06060606, QHCA_ROCE_CNP_LEN, 1);
+    g_assert_cmpuint(c->stat_cnp_handled, ==, handled + 1001);
+    g_assert_cmpuint(c->stat_rx_dropped, ==, dropped + 1);
+    cnps_to_a(f, u->qpn, f->b->ip, QHCA_ROCE_CNP_LEN, 1);
+    g_assert_cmpuint(c->stat_cnp_ignored, ==, ignored + 1);
+    g_assert_cmpuint(c->stat_cnp_handled, ==, handled + 1001);
+    g_assert_cmpuint(f->b->core.stat_cnp_sent, ==, 0);
+
+    fill(f->a, 0, 256 * 1024, 21);
+    memset(mr_mem(f->b, 0x100000), 0, 256 * 1024);
+    wqe = rdma_wqe(QHCA_WQE_RDMA_WRITE, 0xc1, f->b, 0x100000);
+    post(f->a, q, &wqe, 0, 256 * 1024);
+    assert_ok(f->a, q, 0xc1);
+    g_assert_true(same(f->a, 0, f->b, 0x100000, 256 * 1024));
+}
+
 /* ---- UC (docs/hardware.md 10.2) ---- */
 
 static HxQp *uc(HxDev *d)
@@ -1609,6 +1676,7 @@ static const Case cases[] = {
     { "/transport/ecn/read", test_ecn_read },
     { "/transport/ecn/off", test_ecn_off },
     { "/transport/ecn/off-read", test_ecn_off_read },
+    { "/transport/ecn/hostile-cnps", test_ecn_hostile_cnps },
     { "/transport/loopback/rc", test_loopback },
     { "/transport/uc/send", test_uc_send },
     { "/transport/uc/write", test_uc_write },
