@@ -485,21 +485,12 @@ static bool wire_mark_ce(uint8_t *f, size_t len)
     }
     type = f[12] << 8 | f[13];
     if (type == 0x0800) {
-        uint32_t sum = 0;
-        unsigned i;
-
         if (!(f[15] & 3) || (f[15] & 3) == 3) {
             return false;
         }
         f[15] |= 3;
         f[24] = f[25] = 0;
-        for (i = 0; i < 20; i += 2) {
-            sum += f[14 + i] << 8 | f[15 + i];
-        }
-        sum = (sum & 0xffff) + (sum >> 16);
-        sum = (sum & 0xffff) + (sum >> 16);
-        f[24] = ~sum >> 8;
-        f[25] = ~sum;
+        stw_be_p(f + 24, qhca_roce_inet_csum(f + 14, QHCA_ROCE_IPV4_HLEN));
         return true;
     }
     if (type == 0x86dd) {
